@@ -1,0 +1,60 @@
+"""llamabot: LLM agents as PocketFlow graphs.
+
+Public names are imported lazily, so ``import llamabot`` stays cheap: LiteLLM (about 3 s) and llama.cpp are
+imported on the first model call, never at import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import TYPE_CHECKING, Any
+
+from loguru import logger as _logger
+
+# Never fetch LiteLLM's cost map over the network at import (unless the user chose otherwise).
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# A library leaves logging sinks alone; users opt in with `logger.enable("llamabot")`.
+_logger.disable("llamabot")
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "tool": "llamabot.tools",
+    "Tool": "llamabot.tools",
+    "DEFAULT_TOOLS": "llamabot.tools",
+    "SimpleBot": "llamabot.bot.simplebot",
+    "AsyncSimpleBot": "llamabot.bot.simplebot",
+    "StructuredBot": "llamabot.bot.structuredbot",
+    "AsyncStructuredBot": "llamabot.bot.structuredbot",
+    "ToolBot": "llamabot.bot.toolbot",
+    "AsyncToolBot": "llamabot.bot.toolbot",
+    "ScriptedModel": "llamabot.models.scripted",
+    "Trace": "llamabot.tracing",
+    "get_model": "llamabot.models.seam",
+    "default_model_name": "llamabot.models.seam",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from llamabot.bot.simplebot import AsyncSimpleBot, SimpleBot
+    from llamabot.bot.structuredbot import AsyncStructuredBot, StructuredBot
+    from llamabot.bot.toolbot import AsyncToolBot, ToolBot
+    from llamabot.models.scripted import ScriptedModel
+    from llamabot.models.seam import default_model_name, get_model
+    from llamabot.tools import DEFAULT_TOOLS, Tool, tool
+    from llamabot.tracing import Trace
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'llamabot' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)

@@ -1,0 +1,65 @@
+"""SimpleBot: a system prompt plus one model call. ``AsyncSimpleBot`` is the async twin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llamabot.bot.exchange import Exchange, arun_exchange, run_exchange
+from llamabot.errors import ModelCallError
+from llamabot.messages import AIMessage, system, to_messages
+from llamabot.models.reply import ModelRequest
+from llamabot.models.seam import ChatModel, TokenCallback, get_model
+from llamabot.tracing import Trace, run
+
+
+class SimpleBot:
+    """Answer messages under a system prompt.
+
+    ``model_name``: any LiteLLM model string (``gpt-4.1-mini``, ``ollama_chat/qwen2.5``, ``local/...``), a chat
+    model object such as ``ScriptedModel``, or ``None`` for the default (``$LLAMABOT_MODEL``, else the
+    embedded local model). ``stream_target``: a callable receiving text pieces as they arrive (off by default).
+    ``completion_kwargs`` (``temperature``, ``api_base``, ``api_key``...) pass through to the model.
+    """
+
+    def __init__(
+        self,
+        system_prompt: str,
+        model_name: str | ChatModel | None = None,
+        stream_target: TokenCallback | None = None,
+        **completion_kwargs: Any,
+    ):
+        self.system_prompt = system_prompt
+        self.model = get_model(model_name)
+        self.model_name = self.model.name
+        self.stream_target = stream_target
+        self.completion_kwargs = completion_kwargs
+        self.last_trace: Trace | None = None
+
+    def _request(self, messages: list[dict[str, Any]], **extra: Any) -> ModelRequest:
+        return ModelRequest(
+            model=self.model_name,
+            messages=[system(self.system_prompt), *messages] if self.system_prompt else messages,
+            params=self.completion_kwargs,
+            **extra,
+        )
+
+    def _exchange(self, messages: tuple[Any, ...]) -> Exchange[AIMessage]:
+        reply = yield self._request(to_messages(messages))
+        if not reply.content:
+            raise ModelCallError(f"{self.model_name} returned an empty reply (finish_reason={reply.finish_reason!r})")
+        return AIMessage(reply.content, reply.usage, reply.model)
+
+    def __call__(self, *messages: Any) -> AIMessage:
+        """Send the messages (strings become user messages) and return the assistant's reply."""
+        with run(type(self).__name__) as trace:
+            self.last_trace = trace
+            return run_exchange(self._exchange(messages), self.model, self.stream_target)
+
+
+class AsyncSimpleBot(SimpleBot):
+    """Async twin of :class:`SimpleBot`: ``await bot(...)``."""
+
+    async def __call__(self, *messages: Any) -> AIMessage:  # type: ignore[override]
+        with run(type(self).__name__) as trace:
+            self.last_trace = trace
+            return await arun_exchange(self._exchange(messages), self.model, self.stream_target)

@@ -1,0 +1,159 @@
+"""ToolBot / AsyncToolBot: one model turn that picks tools.
+
+The bot sends proper chat messages (the conversation, including assistant turns with ``tool_calls`` and
+``tool``-role results), offers the tools' schemas, and returns every tool call as a name plus validated
+arguments. A call the model wrote as JSON in its text is recognised too. Problems (unknown tool, invalid JSON,
+arguments that do not match the schema) are reported per call in ``ToolCall.error``, never raised, so the
+caller (the agent graph) can send them back to the model.
+
+Tool choice: ``"required"`` by default, so the model must call a tool (the embedded local provider then
+constrains the output with a grammar over the tools' argument schemas, so its calls are valid by
+construction). Ollama models get ``"auto"`` plus a system-prompt reminder, since Ollama does not support
+forcing a tool call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from llamabot.bot.exchange import Exchange, arun_exchange, run_exchange
+from llamabot.errors import ToolArgumentsError
+from llamabot.messages import Message, assistant, system, to_messages
+from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
+from llamabot.models.seam import ChatModel, get_model, model_family
+from llamabot.models.tool_call_text import extract_tool_calls
+from llamabot.tools.tool import Tool, as_tool
+from llamabot.tracing import Trace, run
+
+OLLAMA_TOOL_REMINDER = (
+    "\n\nYou must answer by calling exactly one of the provided tools, with arguments that match its schema."
+)
+
+
+@dataclass(slots=True, frozen=True)
+class ToolCall:
+    """One tool call from the model: ``arguments`` are validated (``None`` when ``error`` says why not)."""
+
+    id: str
+    name: str
+    raw_arguments: str
+    arguments: dict[str, Any] | None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(slots=True, frozen=True)
+class ToolBotReply:
+    """The outcome of one ToolBot turn."""
+
+    tool_calls: tuple[ToolCall, ...]
+    content: str | None
+    message: Message  # the assistant message to append to the conversation
+    usage: Usage
+    from_text: bool = False  # the calls were recognised in the text content
+
+    @property
+    def first(self) -> ToolCall | None:
+        return self.tool_calls[0] if self.tool_calls else None
+
+
+def parse_tool_calls(reply: ModelReply, tools: dict[str, Tool]) -> ToolBotReply:
+    """Turn a model reply into validated tool calls. Pure: shared by the sync and async bots."""
+    requests = reply.tool_calls
+    from_text = False
+    if not requests and reply.content:
+        found = extract_tool_calls(reply.content, tools.keys())
+        if found:
+            from_text = True
+            requests = tuple(ToolCallRequest(f"call_text_{i}", name, args) for i, (name, args) in enumerate(found))
+    calls = tuple(validate_call(request, tools) for request in requests)
+    content = None if from_text else reply.content
+    return ToolBotReply(calls, content, assistant(content, requests), reply.usage, from_text)
+
+
+def validate_call(request: ToolCallRequest, tools: dict[str, Tool]) -> ToolCall:
+    """Validate one call against the registered tools; errors are reported, not raised."""
+    tool = tools.get(request.name)
+    if tool is None:
+        available = ", ".join(sorted(tools)) or "(none)"
+        return ToolCall(
+            request.id, request.name, request.arguments, None,
+            f"unknown tool {request.name!r}; available tools: {available}",
+        )
+    try:
+        arguments = tool.validate(request.arguments)
+    except ToolArgumentsError as exc:
+        return ToolCall(request.id, request.name, request.arguments, None, str(exc))
+    return ToolCall(request.id, request.name, request.arguments, arguments)
+
+
+class ToolBot:
+    """Ask the model to pick tools for the conversation so far. ``bot(*messages)`` -> :class:`ToolBotReply`.
+
+    ``tools``: ``@tool`` functions (or :class:`Tool` objects). ``tool_choice``: ``"required"`` (default),
+    ``"auto"``, or a tool name to force that tool. ``completion_kwargs`` pass through to the model.
+    """
+
+    def __init__(
+        self,
+        system_prompt: str,
+        model_name: str | ChatModel | None = None,
+        tools: Iterable[Any] = (),
+        tool_choice: str | None = None,
+        **completion_kwargs: Any,
+    ):
+        self.model = get_model(model_name)
+        self.model_name = self.model.name
+        self.tools: dict[str, Tool] = {}
+        for item in tools:
+            t = as_tool(item)
+            self.tools[t.name] = t
+        family = model_family(self.model)
+        if tool_choice is None:
+            tool_choice = "auto" if family == "ollama" else "required"
+        if family == "ollama":
+            system_prompt = system_prompt + OLLAMA_TOOL_REMINDER
+        if tool_choice not in ("auto", "required", "none") and tool_choice not in self.tools:
+            raise ValueError(f"tool_choice {tool_choice!r} is not 'auto', 'required' or a registered tool name")
+        self.system_prompt = system_prompt
+        self.tool_choice = tool_choice
+        self.completion_kwargs = completion_kwargs
+        self.schemas = [t.json_schema for t in self.tools.values()]
+        self.last_trace: Trace | None = None
+
+    def _tool_choice_param(self) -> Any:
+        if self.tool_choice in ("auto", "required", "none"):
+            return self.tool_choice
+        return {"type": "function", "function": {"name": self.tool_choice}}
+
+    def _exchange(self, messages: tuple[Any, ...]) -> Exchange[ToolBotReply]:
+        conversation = to_messages(messages)
+        if self.system_prompt and not (conversation and conversation[0].get("role") == "system"):
+            conversation = [system(self.system_prompt), *conversation]
+        reply = yield ModelRequest(
+            model=self.model_name,
+            messages=conversation,
+            tools=self.schemas,
+            tool_choice=self._tool_choice_param(),
+            params=self.completion_kwargs,
+        )
+        return parse_tool_calls(reply, self.tools)
+
+    def __call__(self, *messages: Any) -> ToolBotReply:
+        with run(type(self).__name__) as trace:
+            self.last_trace = trace
+            return run_exchange(self._exchange(messages), self.model)
+
+
+class AsyncToolBot(ToolBot):
+    """Async twin of :class:`ToolBot`: ``await bot(*messages)``."""
+
+    async def __call__(self, *messages: Any) -> ToolBotReply:  # type: ignore[override]
+        with run(type(self).__name__) as trace:
+            self.last_trace = trace
+            return await arun_exchange(self._exchange(messages), self.model)

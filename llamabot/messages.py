@@ -1,0 +1,72 @@
+"""Chat messages in the OpenAI format, the lingua franca of the model seam. Pure."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from llamabot.models.reply import ToolCallRequest, Usage
+
+Message = dict[str, Any]
+
+
+def system(content: str) -> Message:
+    return {"role": "system", "content": content}
+
+
+def user(content: str) -> Message:
+    return {"role": "user", "content": content}
+
+
+def assistant(content: str | None, tool_calls: tuple[ToolCallRequest, ...] = ()) -> Message:
+    """An assistant turn; with ``tool_calls`` it carries them in the OpenAI shape."""
+    message: Message = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = [call.to_message() for call in tool_calls]
+    return message
+
+
+def tool_result(tool_call_id: str, name: str, content: Any) -> Message:
+    """The ``tool``-role message answering one tool call (its ``tool_call_id``)."""
+    if not isinstance(content, str):
+        try:
+            content = json.dumps(content, default=str)
+        except (TypeError, ValueError):
+            content = repr(content)
+    return {"role": "tool", "tool_call_id": tool_call_id, "name": name, "content": content}
+
+
+def to_messages(items: tuple[Any, ...] | list[Any]) -> list[Message]:
+    """Normalise what a user passes to a bot: strings become user messages; dicts and objects with
+    ``to_message()`` pass through; lists are flattened."""
+    out: list[Message] = []
+    for item in items:
+        if isinstance(item, str):
+            out.append(user(item))
+        elif isinstance(item, dict):
+            if "role" not in item:
+                raise ValueError(f"a chat message needs a 'role': {item!r}")
+            out.append(item)
+        elif isinstance(item, (list, tuple)):
+            out.extend(to_messages(item))
+        elif hasattr(item, "to_message"):
+            out.append(item.to_message())
+        else:
+            raise TypeError(f"cannot use {type(item).__name__} as a chat message; pass a str or a message dict")
+    return out
+
+
+@dataclass(slots=True)
+class AIMessage:
+    """What a bot answered: the text, plus usage of the call."""
+
+    content: str
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+    def __str__(self) -> str:
+        return self.content
+
+    def to_message(self) -> Message:
+        return {"role": "assistant", "content": self.content}

@@ -1,0 +1,156 @@
+"""Models reached through LiteLLM: any provider's model string, plus the embedded ``local/`` provider.
+
+LiteLLM is imported here, lazily, on the first model call (it costs about 3 s). ``ensure_litellm`` also
+registers the embedded provider in ``litellm.custom_provider_map`` under ``local`` (never replacing an entry
+someone else added) and registers the local models with zero cost, which spares LiteLLM its cost look-ups.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from llamabot.models.registry import LOCAL_MODELS, LOCAL_PREFIX
+from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
+from llamabot.models.seam import TokenCallback
+
+_setup_lock = threading.Lock()
+_litellm: Any = None
+
+
+def ensure_litellm() -> Any:
+    """Import LiteLLM once and register the embedded ``local/`` provider with it. Returns the module."""
+    global _litellm
+    if _litellm is not None:
+        return _litellm
+    with _setup_lock:
+        if _litellm is not None:
+            return _litellm
+        import litellm
+
+        from llamabot.models.local import LocalProvider
+
+        providers = list(litellm.custom_provider_map or [])
+        if not any(entry.get("provider") == LOCAL_PREFIX for entry in providers):
+            providers.append({"provider": LOCAL_PREFIX, "custom_handler": LocalProvider()})
+            litellm.custom_provider_map = providers
+        litellm.utils.custom_llm_setup()
+        register_zero_cost(litellm, [spec.model_name for spec in LOCAL_MODELS.values()], LOCAL_PREFIX)
+        _litellm = litellm
+        return litellm
+
+
+def register_zero_cost(litellm: Any, model_names: list[str], provider: str) -> None:
+    """Tell LiteLLM these models cost nothing, so it skips its cost-map misses for them."""
+    litellm.register_model(
+        {
+            name: {
+                "input_cost_per_token": 0.0,
+                "output_cost_per_token": 0.0,
+                "cache_creation_input_token_cost": 0.0,
+                "cache_read_input_token_cost": 0.0,
+                "litellm_provider": provider,
+                "mode": "chat",
+            }
+            for name in model_names
+        }
+    )
+
+
+class LiteLLMModel:
+    """A chat model reached through ``litellm.completion`` / ``litellm.acompletion``."""
+
+    def __init__(self, model_string: str, **defaults: Any):
+        self.name = model_string
+        self.model_string = model_string
+        self.defaults = defaults
+
+    def __repr__(self) -> str:
+        return f"LiteLLMModel({self.model_string!r})"
+
+    def _kwargs(self, request: ModelRequest, stream: bool) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {**self.defaults, **request.params}
+        kwargs["model"] = self.model_string
+        kwargs["messages"] = request.messages
+        if request.tools:
+            kwargs["tools"] = request.tools
+            if request.tool_choice is not None:
+                kwargs["tool_choice"] = request.tool_choice
+        if request.response_format is not None:
+            kwargs["response_format"] = request.response_format
+        if stream:
+            kwargs["stream"] = True
+            kwargs["stream_options"] = {"include_usage": True}
+        return kwargs
+
+    def complete(self, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:
+        litellm = ensure_litellm()
+        started = time.perf_counter()
+        if on_token is None:
+            response = litellm.completion(**self._kwargs(request, stream=False))
+        else:
+            chunks = []
+            for chunk in litellm.completion(**self._kwargs(request, stream=True)):
+                chunks.append(chunk)
+                _emit(chunk, on_token)
+            response = self._assemble(litellm, chunks, request)
+        return reply_from_litellm(response, time.perf_counter() - started)
+
+    def _assemble(self, litellm: Any, chunks: list[Any], request: ModelRequest) -> Any:
+        """Rebuild one response from stream chunks. Custom providers' chunks name the model without its
+        prefix, which LiteLLM then cannot route; give them the full model string."""
+        prefix = self.model_string.split("/", 1)[0]
+        if prefix in getattr(litellm, "_custom_providers", ()):
+            for chunk in chunks:
+                chunk.model = self.model_string
+        return litellm.stream_chunk_builder(chunks, messages=request.messages)
+
+    async def acomplete(self, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:
+        litellm = ensure_litellm()
+        started = time.perf_counter()
+        if on_token is None:
+            response = await litellm.acompletion(**self._kwargs(request, stream=False))
+        else:
+            chunks = []
+            async for chunk in await litellm.acompletion(**self._kwargs(request, stream=True)):
+                chunks.append(chunk)
+                _emit(chunk, on_token)
+            response = self._assemble(litellm, chunks, request)
+        return reply_from_litellm(response, time.perf_counter() - started)
+
+
+def _emit(chunk: Any, on_token: TokenCallback) -> None:
+    choices = getattr(chunk, "choices", None) or []
+    if choices:
+        text = getattr(choices[0].delta, "content", None)
+        if text:
+            on_token(text)
+
+
+def reply_from_litellm(response: Any, latency_s: float) -> ModelReply:
+    """Convert a LiteLLM ``ModelResponse`` into a :class:`ModelReply`."""
+    choice = response.choices[0]
+    message = choice.message
+    calls = tuple(
+        ToolCallRequest(
+            id=call.id or f"call_{index}",
+            name=call.function.name or "",
+            arguments=call.function.arguments or "",
+        )
+        for index, call in enumerate(getattr(message, "tool_calls", None) or [])
+    )
+    usage = getattr(response, "usage", None)
+    hidden = getattr(response, "_hidden_params", None) or {}
+    return ModelReply(
+        content=message.content,
+        tool_calls=calls,
+        usage=Usage(
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            cost=hidden.get("response_cost"),
+        ),
+        model=getattr(response, "model", "") or "",
+        finish_reason=choice.finish_reason,
+        latency_s=latency_s,
+    )

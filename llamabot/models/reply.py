@@ -1,0 +1,113 @@
+"""The provider-neutral shapes that cross the model seam: a request in, a reply out.
+
+Every model behind the seam (any LiteLLM model string, the embedded ``local/`` model, the scripted
+model) answers with a :class:`ModelReply`. Bots never look at a provider's raw response.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True, frozen=True)
+class Usage:
+    """Token counts of one model call (and its cost in USD when the provider knows it)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = None if self.cost is None and other.cost is None else (self.cost or 0.0) + (other.cost or 0.0)
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens, cost
+        )
+
+
+@dataclass(slots=True, frozen=True)
+class ToolCallRequest:
+    """A tool call exactly as the model wrote it: ``arguments`` is the raw JSON text, not yet trusted."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def to_message(self) -> dict[str, Any]:
+        """The OpenAI chat format of this call, as it appears in an assistant message's ``tool_calls``."""
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    """One call to a model: what was sent. The scripted model records these so tests can read prompts."""
+
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: Any = None
+    response_format: Any = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def last_user_text(self) -> str:
+        """The text of the last user message (handy in scripted responders and assertions)."""
+        for message in reversed(self.messages):
+            if message.get("role") == "user":
+                return str(message.get("content") or "")
+        return ""
+
+
+@dataclass(slots=True)
+class ModelReply:
+    """What a model answered: text content, tool calls, usage and the wall-clock latency of the call."""
+
+    content: str | None = None
+    tool_calls: tuple[ToolCallRequest, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    finish_reason: str | None = None
+    latency_s: float = 0.0
+
+    def to_message(self) -> dict[str, Any]:
+        """The assistant chat message to append to a conversation (with ``tool_calls`` when present)."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [call.to_message() for call in self.tool_calls]
+        return message
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready record of this reply, as stored in traces and replayed by the scripted model."""
+        return {
+            "content": self.content,
+            "tool_calls": [asdict(call) for call in self.tool_calls],
+            "usage": asdict(self.usage),
+            "model": self.model,
+            "finish_reason": self.finish_reason,
+            "latency_s": self.latency_s,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelReply:
+        """Rebuild a reply recorded by :meth:`to_dict`."""
+        calls = data.get("tool_calls") or []
+        return cls(
+            content=data.get("content"),
+            tool_calls=tuple(
+                ToolCallRequest(
+                    id=c["id"],
+                    name=c["name"],
+                    arguments=c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"]),
+                )
+                for c in calls
+            ),
+            usage=Usage(**(data.get("usage") or {})),
+            model=data.get("model", ""),
+            finish_reason=data.get("finish_reason"),
+            latency_s=float(data.get("latency_s", 0.0)),
+        )

