@@ -94,6 +94,8 @@ class Tool:
         kwargs = self.bind(arguments, context)
         result = self.func(**kwargs)
         if inspect.isawaitable(result):
+            if inspect.iscoroutine(result):
+                result.close()  # never awaited: close it so no "coroutine was never awaited" warning leaks
             raise ToolDefinitionError(
                 f"tool {self.name!r} is async; call it with `await tool.ainvoke(...)` or from an async bot"
             )

@@ -1,0 +1,19 @@
+"""Shared fixtures. Tests marked ``local_model`` drive the real embedded model; they are never skipped:
+if the ``local`` extra is missing they fail with the install hint."""
+
+from __future__ import annotations
+
+import pytest
+
+LOCAL_TEST_MODEL = "local/qwen2.5-coder-1.5b"
+
+
+@pytest.fixture(scope="session")
+def local_model_name() -> str:
+    """The embedded model, assembled and verified (fails loudly if the local extra is not installed)."""
+    from llamabot.models.registry import LOCAL_MODELS, ensure_model_file, local_runtime_installed
+
+    if not local_runtime_installed():
+        pytest.fail('llama-cpp-python is not installed: pip install -e ".[local,dev]"')
+    ensure_model_file(LOCAL_MODELS[LOCAL_TEST_MODEL.split("/", 1)[1]].alias)
+    return LOCAL_TEST_MODEL

@@ -1,0 +1,106 @@
+"""The model seam: resolving model names, LiteLLM pass-through, user providers, tracing of calls."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from llamabot.errors import ModelNotConfiguredError
+from llamabot.models import registry, seam
+from llamabot.models.litellm_model import LiteLLMModel
+from llamabot.models.reply import ModelRequest
+from llamabot.models.scripted import ScriptedModel
+from llamabot.models.seam import call_model, default_model_name, get_model, model_family
+from llamabot.tracing import capture
+
+
+def test_mdl_seam_010_model_strings_go_through_litellm_and_chat_models_pass_through():
+    assert isinstance(get_model("gpt-4.1-mini"), LiteLLMModel)
+    scripted = ScriptedModel()
+    assert get_model(scripted) is scripted
+    with pytest.raises(TypeError, match="model_name"):
+        get_model(42)  # type: ignore[arg-type]
+
+
+def test_mdl_seam_020_explicit_name_wins_over_environment(monkeypatch):
+    monkeypatch.setenv("LLAMABOT_MODEL", "ollama_chat/qwen2.5")
+    assert get_model("anthropic/claude-x").name == "anthropic/claude-x"
+    assert get_model(None).name == "ollama_chat/qwen2.5"
+
+
+def test_mdl_seam_020_embedded_default_when_installed(monkeypatch):
+    monkeypatch.delenv("LLAMABOT_MODEL", raising=False)
+    monkeypatch.setattr(seam, "local_runtime_installed", lambda: True)
+    monkeypatch.setattr(seam, "parts_installed", lambda spec: True)
+    assert default_model_name() == registry.DEFAULT_LOCAL_MODEL
+
+
+def test_mdl_seam_020_no_model_anywhere_raises_with_instructions(monkeypatch):
+    monkeypatch.delenv("LLAMABOT_MODEL", raising=False)
+    monkeypatch.setattr(seam, "local_runtime_installed", lambda: False)
+    with pytest.raises(ModelNotConfiguredError, match="LLAMABOT_MODEL") as info:
+        get_model(None)
+    assert "llamabot[local]" in str(info.value) and "model_name" in str(info.value)
+
+
+def test_mdl_seam_030_model_family_drives_provider_quirks():
+    assert model_family("local/qwen2.5-coder-1.5b") == "local"
+    assert model_family("ollama_chat/qwen2.5") == "ollama"
+    assert model_family("gpt-4.1-mini") == "remote"
+    assert model_family(ScriptedModel()) == "scripted"
+
+
+def test_mdl_seam_040_model_calls_are_recorded_as_spans_with_tokens_latency_and_reply():
+    model = ScriptedModel(["hello"])
+    with capture() as trace:
+        call_model(model, ModelRequest(model="scripted", messages=[{"role": "user", "content": "hi"}]))
+    [span] = trace.of_kind("model_call")
+    assert span.attributes["reply"]["content"] == "hello"
+    assert span.attributes["prompt_tokens"] > 0 and span.attributes["latency_s"] >= 0
+    assert span.end is not None and span.error is None
+
+
+def test_mdl_seam_040_failed_model_calls_record_the_error():
+    model = ScriptedModel([ConnectionError("down")])
+    with capture() as trace, pytest.raises(ConnectionError):
+        call_model(model, ModelRequest(model="scripted", messages=[]))
+    assert trace.of_kind("model_call")[0].error == "ConnectionError: down"
+
+
+def test_mdl_seam_050_user_custom_providers_work_and_are_never_overwritten():
+    """Runs in a fresh interpreter: LiteLLM is imported for real, with a provider the user registered."""
+    script = textwrap.dedent(
+        """
+        import litellm
+        from litellm import CustomLLM
+        import llamabot
+        from llamabot import SimpleBot
+
+        seen = {}
+
+        class Mine(CustomLLM):
+            def completion(self, model, messages, *args, optional_params=None, **kwargs):
+                seen["params"] = dict(optional_params or {})
+                seen["messages"] = messages
+                return litellm.completion(model="gpt-3.5-turbo", messages=messages, mock_response="from mine")
+
+        mine, my_local = Mine(), Mine()
+        litellm.custom_provider_map = [
+            {"provider": "mine", "custom_handler": mine},
+            {"provider": "local", "custom_handler": my_local},
+        ]
+        bot = SimpleBot("sys", model_name="mine/some-model", temperature=0.3, max_tokens=7)
+        assert str(bot("hello")) == "from mine"
+        assert seen["params"]["temperature"] == 0.3 and seen["params"]["max_tokens"] == 7, seen
+        assert seen["messages"][0] == {"role": "system", "content": "sys"}
+        handlers = {e["provider"]: e["custom_handler"] for e in litellm.custom_provider_map}
+        assert handlers["mine"] is mine and handlers["local"] is my_local, handlers
+        print("OK")
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().endswith("OK")
