@@ -35,7 +35,21 @@ _EXPORTS: dict[str, str] = {
     "default_model_name": "llamabot.models.seam",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "AsyncSimpleBot",
+    "AsyncStructuredBot",
+    "AsyncToolBot",
+    "DEFAULT_TOOLS",
+    "ScriptedModel",
+    "SimpleBot",
+    "StructuredBot",
+    "Tool",
+    "ToolBot",
+    "Trace",
+    "default_model_name",
+    "get_model",
+    "tool",
+]
 
 if TYPE_CHECKING:
     from llamabot.bot.simplebot import AsyncSimpleBot, SimpleBot

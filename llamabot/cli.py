@@ -60,7 +60,13 @@ def models_list(
     """List the embedded model aliases: installed or not, path, size and verification result."""
     if ctx.invoked_subcommand is not None:
         return
-    from llamabot.models.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS, local_runtime_installed, parts_installed, verify
+    from llamabot.models.registry import (
+        DEFAULT_LOCAL_MODEL,
+        LOCAL_MODELS,
+        local_runtime_installed,
+        parts_installed,
+        verify,
+    )
 
     table = Table(title="Embedded local models")
     for column in ("model", "packages", "size", "verified"):

@@ -16,7 +16,12 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from llamabot.errors import ModelNotConfiguredError
-from llamabot.models.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS, local_runtime_installed, parts_installed
+from llamabot.models.registry import (
+    DEFAULT_LOCAL_MODEL,
+    LOCAL_MODELS,
+    local_runtime_installed,
+    parts_installed,
+)
 from llamabot.models.reply import ModelReply, ModelRequest
 from llamabot.tracing import _ACTIVE, Span
 

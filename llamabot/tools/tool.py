@@ -40,6 +40,7 @@ class Tool:
     loopback_name: str | None
     hidden: tuple[str, ...]
     is_async: bool
+    hidden_required: tuple[str, ...] = ()
 
     @property
     def is_terminal(self) -> bool:
@@ -87,6 +88,12 @@ class Tool:
                 key = pname.lstrip("_")
                 if key in context:
                     kwargs[pname] = context[key]
+                elif pname in self.hidden_required:
+                    raise ToolDefinitionError(
+                        f"tool {self.name!r} needs hidden parameter {pname!r}, which is injected from the run "
+                        f"context key {key!r}; the context has: {', '.join(sorted(context)) or '(nothing)'}. "
+                        "Give the parameter a default or run the tool where that context exists."
+                    )
         return kwargs
 
     def invoke(self, arguments: str | dict[str, Any] | None = None, context: dict[str, Any] | None = None) -> Any:
@@ -127,7 +134,9 @@ def build_tool(func: Callable[..., Any], *, name: str | None = None, loopback_na
         raise ToolDefinitionError("@tool needs a named function (or pass name=...)")
     model, description = arguments_model(func, tool_name)
     schema = function_schema(tool_name, description, parameters_schema(model))
-    hidden = tuple(p for p in inspect.signature(func).parameters if is_hidden(p))
+    parameters = inspect.signature(func).parameters
+    hidden = tuple(p for p in parameters if is_hidden(p))
+    hidden_required = tuple(p for p in hidden if parameters[p].default is inspect.Parameter.empty)
     return Tool(
         name=tool_name,
         description=description,
@@ -137,6 +146,7 @@ def build_tool(func: Callable[..., Any], *, name: str | None = None, loopback_na
         loopback_name=loopback_name,
         hidden=hidden,
         is_async=inspect.iscoroutinefunction(func),
+        hidden_required=hidden_required,
     )
 
 

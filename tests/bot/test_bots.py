@@ -12,7 +12,15 @@ from llamabot import AsyncSimpleBot, AsyncStructuredBot, AsyncToolBot, SimpleBot
 from llamabot.bot.toolbot import OLLAMA_TOOL_REMINDER
 from llamabot.errors import ModelCallError, StructuredOutputError
 from llamabot.messages import tool_result
-from llamabot.models.scripted import ScriptedModel, empty, json_reply, malformed_tool_call, text, tool_call, tool_calls
+from llamabot.models.scripted import (
+    ScriptedModel,
+    empty,
+    json_reply,
+    malformed_tool_call,
+    text,
+    tool_call,
+    tool_calls,
+)
 
 
 class Person(BaseModel):

@@ -295,3 +295,17 @@ def test_tool_args_060_empty_arguments_fill_in_defaults():
     assert greet.tool.validate(None) == {"name": "world"}
     assert greet.tool.invoke("") == "hello world"
     assert json.loads(json.dumps(greet.tool.validate("  "))) == {"name": "world"}
+
+
+def test_tool_args_070_a_required_hidden_parameter_missing_from_the_context_is_a_clear_error():
+    from llamabot.errors import ToolDefinitionError
+    from llamabot.tools import tool as make_tool
+
+    @make_tool
+    def needs_session(x: int, _session: dict) -> int:
+        """Uses a session."""
+        return x + len(_session)
+
+    assert needs_session.tool.invoke({"x": 1}, context={"session": {"a": 1}}) == 2
+    with pytest.raises(ToolDefinitionError, match="_session"):
+        needs_session.tool.invoke({"x": 1}, context={"globals_dict": {}})
