@@ -20,6 +20,10 @@ _logger.disable("llamabot")
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "AgentBot": "llamabot.bot.agentbot",
+    "AsyncAgentBot": "llamabot.bot.agentbot",
+    "RunEvent": "llamabot.components.pocketflow.events",
+    "to_mermaid": "llamabot.components.pocketflow.visualization",
     "tool": "llamabot.tools",
     "Tool": "llamabot.tools",
     "DEFAULT_TOOLS": "llamabot.tools",
@@ -36,6 +40,10 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "AgentBot",
+    "AsyncAgentBot",
+    "RunEvent",
+    "to_mermaid",
     "AsyncSimpleBot",
     "AsyncStructuredBot",
     "AsyncToolBot",
@@ -52,9 +60,12 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from llamabot.bot.agentbot import AgentBot, AsyncAgentBot
     from llamabot.bot.simplebot import AsyncSimpleBot, SimpleBot
     from llamabot.bot.structuredbot import AsyncStructuredBot, StructuredBot
     from llamabot.bot.toolbot import AsyncToolBot, ToolBot
+    from llamabot.components.pocketflow.events import RunEvent
+    from llamabot.components.pocketflow.visualization import to_mermaid
     from llamabot.models.scripted import ScriptedModel
     from llamabot.models.seam import default_model_name, get_model
     from llamabot.tools import DEFAULT_TOOLS, Tool, tool

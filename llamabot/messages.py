@@ -29,7 +29,9 @@ def assistant(content: str | None, tool_calls: tuple[ToolCallRequest, ...] = ())
 
 def tool_result(tool_call_id: str, name: str, content: Any) -> Message:
     """The ``tool``-role message answering one tool call (its ``tool_call_id``)."""
-    if not isinstance(content, str):
+    if type(content) in (int, float):
+        content = repr(content)  # what json.dumps gives for finite numbers, without its overhead
+    elif not isinstance(content, str):
         try:
             content = json.dumps(content, default=str)
         except (TypeError, ValueError):

@@ -8,6 +8,7 @@ so concurrent async runs never see each other's spans.
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -53,7 +54,7 @@ class Span:
 class Trace:
     """The spans of one run, in start order."""
 
-    trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    trace_id: str = field(default_factory=lambda: os.urandom(16).hex())
     spans: list[Span] = field(default_factory=list)
 
     def open(self, name: str, kind: str, parent: Span | None, **attributes: Any) -> Span:
@@ -66,7 +67,9 @@ class Trace:
 
     def model_replies(self) -> list[dict[str, Any]]:
         """The recorded model replies, in call order (what the scripted model replays)."""
-        return [s.attributes["reply"] for s in self.spans if s.kind == "model_call" and "reply" in s.attributes]
+        return [
+            _jsonable(s.attributes["reply"]) for s in self.spans if s.kind == "model_call" and "reply" in s.attributes
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         return {"trace_id": self.trace_id, "spans": [s.to_dict() for s in self.spans]}
@@ -118,24 +121,35 @@ def capture(trace: Trace | None = None) -> Iterator[Trace]:
         _ACTIVE.reset(token)
 
 
-@contextmanager
-def span(name: str, kind: str, **attributes: Any) -> Iterator[Span | None]:
-    """Open a child span of the active span; a no-op yielding ``None`` when no trace is active."""
-    active = _ACTIVE.get()
-    if active is None:
-        yield None
-        return
-    trace, parent = active
-    current = trace.open(name, kind, parent, **attributes)
-    token = _ACTIVE.set((trace, current))
-    try:
-        yield current
-    except BaseException as exc:
-        current.error = f"{type(exc).__name__}: {exc}"
-        raise
-    finally:
+class span:  # noqa: N801 - used like a function: `with span("decision", "decision") as s:`
+    """Open a child span of the active span; yields ``None`` (and records nothing) when no trace is active.
+
+    A class rather than a generator-based context manager: it sits on the agent's hot path.
+    """
+
+    __slots__ = ("name", "kind", "attributes", "current", "token")
+
+    def __init__(self, name: str, kind: str, **attributes: Any):
+        self.name, self.kind, self.attributes = name, kind, attributes
+        self.current: Span | None = None
+
+    def __enter__(self) -> Span | None:
+        active = _ACTIVE.get()
+        if active is None:
+            return None
+        trace, parent = active
+        self.current = trace.open(self.name, self.kind, parent, **self.attributes)
+        self.token = _ACTIVE.set((trace, self.current))
+        return self.current
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        current = self.current
+        if current is None:
+            return
+        if exc is not None:
+            current.error = f"{type(exc).__name__}: {exc}"
         current.end = time.perf_counter()
-        _ACTIVE.reset(token)
+        _ACTIVE.reset(self.token)
 
 
 def _jsonable(value: Any) -> Any:
@@ -145,21 +159,35 @@ def _jsonable(value: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return _jsonable(to_dict())
+    model_dump = getattr(value, "model_dump", None)
+    if callable(model_dump):
+        return _jsonable(model_dump(mode="json"))
     return repr(value)
 
 
-@contextmanager
-def run(name: str, **attributes: Any) -> Iterator[Trace]:
-    """Open a ``run`` span: a child of the active span, or the root of a new trace when none is active."""
-    active = _ACTIVE.get()
-    trace, parent = active if active is not None else (Trace(), None)
-    current = trace.open(name, "run", parent, **attributes)
-    token = _ACTIVE.set((trace, current))
-    try:
-        yield trace
-    except BaseException as exc:
-        current.error = f"{type(exc).__name__}: {exc}"
-        raise
-    finally:
-        current.end = time.perf_counter()
-        _ACTIVE.reset(token)
+class run:  # noqa: N801 - used like a function: `with run("AgentBot") as trace:`
+    """Open a ``run`` span: a child of the active span, or the root of a new trace when none is active.
+
+    Yields the trace. A class rather than a generator-based context manager: it runs once per agent run.
+    """
+
+    __slots__ = ("name", "attributes", "current", "token")
+
+    def __init__(self, name: str, **attributes: Any):
+        self.name, self.attributes = name, attributes
+
+    def __enter__(self) -> Trace:
+        active = _ACTIVE.get()
+        trace, parent = active if active is not None else (Trace(), None)
+        self.current = trace.open(self.name, "run", parent, **self.attributes)
+        self.token = _ACTIVE.set((trace, self.current))
+        return trace
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        if exc is not None:
+            self.current.error = f"{type(exc).__name__}: {exc}"
+        self.current.end = time.perf_counter()
+        _ACTIVE.reset(self.token)

@@ -32,7 +32,7 @@ OLLAMA_TOOL_REMINDER = (
 )
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class ToolCall:
     """One tool call from the model: ``arguments`` are validated (``None`` when ``error`` says why not)."""
 
@@ -47,7 +47,7 @@ class ToolCall:
         return self.error is None
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class ToolBotReply:
     """The outcome of one ToolBot turn."""
 
@@ -124,6 +124,8 @@ class ToolBot:
         self.tool_choice = tool_choice
         self.completion_kwargs = completion_kwargs
         self.schemas = [t.json_schema for t in self.tools.values()]
+        self._system_message = system(system_prompt)
+        self._choice = self._tool_choice_param()
         self.last_trace: Trace | None = None
 
     def _tool_choice_param(self) -> Any:
@@ -132,14 +134,17 @@ class ToolBot:
         return {"type": "function", "function": {"name": self.tool_choice}}
 
     def _exchange(self, messages: tuple[Any, ...]) -> Exchange[ToolBotReply]:
-        conversation = to_messages(messages)
+        return (yield from self.exchange_messages(to_messages(messages)))
+
+    def exchange_messages(self, conversation: list[Message]) -> Exchange[ToolBotReply]:
+        """The turn as an exchange over chat messages that are already normalised (the agent's memory)."""
         if self.system_prompt and not (conversation and conversation[0].get("role") == "system"):
-            conversation = [system(self.system_prompt), *conversation]
+            conversation = [self._system_message, *conversation]
         reply = yield ModelRequest(
             model=self.model_name,
             messages=conversation,
             tools=self.schemas,
-            tool_choice=self._tool_choice_param(),
+            tool_choice=self._choice,
             params=self.completion_kwargs,
         )
         return parse_tool_calls(reply, self.tools)

@@ -7,7 +7,7 @@ model) answers with a :class:`ModelReply`. Bots never look at a provider's raw r
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -85,8 +85,12 @@ class ModelReply:
         """A JSON-ready record of this reply, as stored in traces and replayed by the scripted model."""
         return {
             "content": self.content,
-            "tool_calls": [asdict(call) for call in self.tool_calls],
-            "usage": asdict(self.usage),
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls],
+            "usage": {
+                "prompt_tokens": self.usage.prompt_tokens,
+                "completion_tokens": self.usage.completion_tokens,
+                "cost": self.usage.cost,
+            },
             "model": self.model,
             "finish_reason": self.finish_reason,
             "latency_s": self.latency_s,

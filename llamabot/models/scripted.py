@@ -81,8 +81,10 @@ def delayed(item: Any, seconds: float) -> Delayed:
     return Delayed(item, seconds)
 
 
-def _approx_tokens(value: Any) -> int:
-    return len(json.dumps(value, default=str)) // 4 if value else 0
+def _approx_tokens(messages: list[dict[str, Any]]) -> int:
+    """About four characters per token over the message texts (cheap: the scripted model is used in
+    benchmarks, where its own cost must stay negligible)."""
+    return sum(len(m.get("content") or "") for m in messages) // 4 + 4 * len(messages)
 
 
 class ScriptedModel:
@@ -165,11 +167,8 @@ class ScriptedModel:
             raise TypeError(f"{self.name}: a scripted item must be a ModelReply, str or exception, got {item!r}")
         usage = reply.usage
         if usage.prompt_tokens == 0 and usage.completion_tokens == 0:
-            usage = Usage(
-                _approx_tokens(request.messages) + _approx_tokens(request.tools),
-                _approx_tokens(reply.content) + _approx_tokens([c.arguments for c in reply.tool_calls]),
-                0.0,
-            )
+            completion = len(reply.content or "") + sum(len(c.arguments) + len(c.name) for c in reply.tool_calls)
+            usage = Usage(_approx_tokens(request.messages) + 20 * len(request.tools or ()), completion // 4 + 1, 0.0)
         if on_token is not None and reply.content:
             words = reply.content.split(" ")
             for index, word in enumerate(words):

@@ -104,7 +104,7 @@ def _end(span: Span | None, token: Any, started: float, reply: ModelReply | None
         completion_tokens=reply.usage.completion_tokens,
         cost=reply.usage.cost,
         latency_s=span.end - started,
-        reply=reply.to_dict(),
+        reply=reply,  # serialised only when the trace is exported (keeps the hot path cheap)
     )
 
 

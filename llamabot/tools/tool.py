@@ -58,6 +58,11 @@ class Tool:
         :class:`ToolArgumentsError` naming the tool, the raw arguments and every problem found.
         """
         raw = arguments
+        if type(arguments) is str and arguments[:1] == "{":
+            try:  # fast path: pydantic-core parses and validates the JSON object in one step
+                return dict(self.arguments.model_validate_json(arguments).__dict__)
+            except ValidationError:
+                pass  # redo below, for an error message that says exactly what is wrong
         if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
             arguments = {}
         if isinstance(arguments, str):
@@ -65,6 +70,8 @@ class Tool:
                 arguments = json.loads(arguments)
             except json.JSONDecodeError as exc:
                 raise ToolArgumentsError(self.name, raw, [f"arguments are not valid JSON: {exc}"]) from exc
+        if type(arguments) is dict and not arguments and not self.arguments.model_fields:
+            return {}
         if not isinstance(arguments, dict):
             raise ToolArgumentsError(
                 self.name, raw, [f"arguments must be a JSON object, got {type(arguments).__name__}"]
@@ -74,14 +81,18 @@ class Tool:
         except ValidationError as exc:
             raise ToolArgumentsError(self.name, raw, _format_validation_errors(exc)) from exc
         # Keep nested models and enums as validated objects; only the top-level fields are unpacked.
-        return {field: getattr(validated, field) for field in type(validated).model_fields}
+        return dict(validated.__dict__)
 
     def bind(self, arguments: str | dict[str, Any] | None, context: dict[str, Any] | None = None) -> dict[str, Any]:
         """Validated keyword arguments plus hidden ones injected from ``context``.
 
         A hidden parameter ``_name`` receives ``context["name"]`` when the context has it; otherwise its default.
         """
-        kwargs = self.validate(arguments)
+        return self.inject(self.validate(arguments), context)
+
+    def inject(self, kwargs: dict[str, Any], context: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Add the hidden parameters to already-validated ``kwargs`` (a new dict; ``kwargs`` is not changed)."""
+        kwargs = dict(kwargs)
         if self.hidden:
             context = context or {}
             for pname in self.hidden:

@@ -58,7 +58,8 @@ def test_mdl_seam_040_model_calls_are_recorded_as_spans_with_tokens_latency_and_
     with capture() as trace:
         call_model(model, ModelRequest(model="scripted", messages=[{"role": "user", "content": "hi"}]))
     [span] = trace.of_kind("model_call")
-    assert span.attributes["reply"]["content"] == "hello"
+    assert span.attributes["reply"].content == "hello"
+    assert trace.to_dict()["spans"][0]["attributes"]["reply"]["content"] == "hello"
     assert span.attributes["prompt_tokens"] > 0 and span.attributes["latency_s"] >= 0
     assert span.end is not None and span.error is None
 

@@ -1,0 +1,240 @@
+"""Agent framework overhead, measured side by side in one run.
+
+- ``step_us``: framework time per decision step (decision + tool, tracing on), scripted model behind the
+  project's model seam (no LiteLLM), zero latency, model time excluded. Next to it, plain pocketflow's time
+  per node step (``pocketflow_node_us``) measured in the same run.
+- ``concurrent_ratio``: 1,000 concurrent ``arun`` on ONE AsyncAgentBot, 3 decisions each, scripted model with
+  50 ms latency; wall time over the ideal 150 ms.
+- ``litellm_ratio``: the same 1,000 runs with the model reached through a LiteLLM custom provider with the same
+  latency, over raw ``litellm.acompletion`` making the same calls (1,000 concurrent chains of 3) in this run.
+  Also prints the raw LiteLLM cost per call with and without zero-cost model registration.
+- ``reuse_ratio``: per-step time of call 200 on one reused AgentBot over its first call's.
+
+    python benchmarks/agent_overhead.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import statistics
+import time
+from typing import Any
+
+import pocketflow
+
+from llamabot import AgentBot, AsyncAgentBot, ScriptedModel
+from llamabot.models.reply import ModelReply, ModelRequest
+from llamabot.models.scripted import tool_call
+from llamabot.toolkits.calculator import CALCULATOR_TOOLS
+
+SCRIPT = [
+    tool_call("add", a=2, b=3),
+    tool_call("multiply", a=5, b=7),
+    tool_call("respond_to_user", response="35"),
+]
+STEPS_PER_RUN = len(SCRIPT)
+
+
+def scripted_reply(request: ModelRequest) -> ModelReply:
+    """The decision for this point of the run, read off the conversation length (stateless, so any number of
+    concurrent runs can share one model)."""
+    decided = sum(1 for m in request.messages if m["role"] == "tool")
+    return SCRIPT[min(decided, STEPS_PER_RUN - 1)]
+
+
+class TimedModel:
+    """Wraps a chat model and accumulates the time spent inside it, so it can be excluded."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.name = inner.name
+        self.spent = 0.0
+
+    def complete(self, request, on_token=None):
+        t0 = time.perf_counter()
+        reply = self.inner.complete(request, on_token)
+        self.spent += time.perf_counter() - t0
+        return reply
+
+    async def acomplete(self, request, on_token=None):
+        return await self.inner.acomplete(request, on_token)
+
+
+def bench_pocketflow_node_us(steps: int) -> float:
+    class Tick(pocketflow.Node):
+        def post(self, shared, prep_res, exec_res):
+            shared["n"] += 1
+            return "again" if shared["n"] < steps else None
+
+    node = Tick()
+    node - "again" >> node
+    flow = pocketflow.Flow(start=node)
+    shared = {"n": 0}
+    t0 = time.perf_counter()
+    flow.run(shared)
+    return (time.perf_counter() - t0) / steps * 1e6
+
+
+def bench_step_us(runs: int) -> tuple[float, float]:
+    """Returns (median framework µs per step, model µs per step)."""
+    model = TimedModel(ScriptedModel(responder=scripted_reply, record=False))
+    samples = []
+    model_us = []
+    for _ in range(5):
+        bot = AgentBot(tools=CALCULATOR_TOOLS, model_name=model)
+        model.spent = 0.0
+        gc.disable()
+        t0 = time.perf_counter()
+        for _ in range(runs):
+            bot.reset()
+            bot("What is (2 + 3) * 7?")
+        total = time.perf_counter() - t0
+        gc.enable()
+        steps = runs * STEPS_PER_RUN
+        samples.append((total - model.spent) / steps * 1e6)
+        model_us.append(model.spent / steps * 1e6)
+    return statistics.median(samples), statistics.median(model_us)
+
+
+async def bench_concurrent(n: int, latency: float) -> float:
+    model = ScriptedModel(responder=scripted_reply, latency_s=latency, record=False)
+    bot = AsyncAgentBot(tools=CALCULATOR_TOOLS, model_name=model)
+    t0 = time.perf_counter()
+    results = await asyncio.gather(*(bot.arun(f"question {i}") for i in range(n)))
+    wall = time.perf_counter() - t0
+    assert all(r == "35" for r in results)
+    return wall
+
+
+def register_litellm_scripted(latency: float, zero_cost: bool) -> tuple[str, Any]:
+    """A LiteLLM custom provider answering like ``scripted_reply`` after ``latency`` seconds."""
+    from llamabot.models.litellm_model import ensure_litellm, register_zero_cost
+
+    litellm = ensure_litellm()
+    from litellm import CustomLLM
+    from litellm.types.utils import ChatCompletionMessageToolCall, Choices, Function, Message, ModelResponse, Usage
+
+    class Provider(CustomLLM):
+        def _response(self, model, messages):
+            reply = scripted_reply(ModelRequest(model, messages))
+            calls = [
+                ChatCompletionMessageToolCall(id=c.id, type="function", function=Function(name=c.name, arguments=c.arguments))
+                for c in reply.tool_calls
+            ]
+            return ModelResponse(
+                model=model,
+                choices=[Choices(index=0, message=Message(content=None, role="assistant", tool_calls=calls), finish_reason="tool_calls")],
+                usage=Usage(prompt_tokens=10, completion_tokens=5, total_tokens=15),
+            )
+
+        async def acompletion(self, model, messages, *args, **kwargs):
+            await asyncio.sleep(latency)
+            return self._response(model, messages)
+
+    prefix = "benchzero" if zero_cost else "benchplain"
+    if not any(e["provider"] == prefix for e in litellm.custom_provider_map):
+        litellm.custom_provider_map = [*litellm.custom_provider_map, {"provider": prefix, "custom_handler": Provider()}]
+        litellm.utils.custom_llm_setup()
+    name = f"{prefix}/scripted"
+    if zero_cost:
+        register_zero_cost(litellm, [name], prefix)
+    return name, litellm
+
+
+async def bench_litellm(n: int, latency: float, zero_cost: bool) -> tuple[float, float]:
+    """(agent wall, raw litellm wall) for n concurrent 3-call chains."""
+    name, litellm = register_litellm_scripted(latency, zero_cost)
+    bot = AsyncAgentBot(tools=CALCULATOR_TOOLS, model_name=name)
+    tools = [t.json_schema for t in bot.tools.values()]
+    await bot.arun("warm-up")
+
+    async def raw_chain(i: int) -> None:
+        messages = [{"role": "system", "content": "s"}, {"role": "user", "content": f"question {i}"}]
+        for _ in range(STEPS_PER_RUN):
+            response = await litellm.acompletion(model=name, messages=messages, tools=tools, tool_choice="required")
+            call = response.choices[0].message.tool_calls[0]
+            messages = [*messages, {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+                        {"role": "tool", "tool_call_id": call.id, "content": "1"}]
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(raw_chain(i) for i in range(n)))
+    raw = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    results = await asyncio.gather(*(bot.arun(f"question {i}") for i in range(n)))
+    agent = time.perf_counter() - t0
+    assert all(r == "35" for r in results)
+    return agent, raw
+
+
+def litellm_cpu_per_call_ms(zero_cost: bool, calls: int = 300) -> float:
+    name, litellm = register_litellm_scripted(0.0, zero_cost)
+
+    async def go():
+        messages = [{"role": "user", "content": "hi"}]
+        await litellm.acompletion(model=name, messages=messages)
+        t0 = time.process_time()
+        for _ in range(calls):
+            await litellm.acompletion(model=name, messages=messages)
+        return (time.process_time() - t0) / calls * 1000
+
+    return asyncio.run(go())
+
+
+def bench_reuse(calls: int) -> float:
+    model = ScriptedModel(responder=scripted_reply, record=False)
+    bot = AgentBot(tools=CALCULATOR_TOOLS, model_name=model)
+
+    def one_call() -> float:
+        t0 = time.perf_counter()
+        bot("What is (2 + 3) * 7?")
+        return (time.perf_counter() - t0) / STEPS_PER_RUN
+
+    # The conversation is kept on the bot between calls; compare the first calls with calls ~200.
+    first = [one_call() for _ in range(5)]
+    for _ in range(calls - 10):
+        one_call()
+    late = [one_call() for _ in range(5)]
+    return statistics.median(late) / statistics.median(first)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer runs (for CI smoke checks)")
+    args = parser.parse_args()
+    n = 200 if args.quick else 1000
+    latency = 0.05
+
+    node_us = bench_pocketflow_node_us(20000)
+    step_us, model_us = bench_step_us(300 if args.quick else 2000)
+    print(f"framework per decision step (decision + tool, tracing on): {step_us:7.1f} µs  (model excluded: {model_us:.1f} µs)")
+    print(f"plain pocketflow per node step:                            {node_us:7.1f} µs")
+
+    wall = asyncio.run(bench_concurrent(n, latency))
+    concurrent_ratio = wall / (STEPS_PER_RUN * latency)
+    print(f"{n} concurrent arun x {STEPS_PER_RUN} decisions @ {latency * 1000:.0f} ms: {wall * 1000:.0f} ms "
+          f"(ideal {STEPS_PER_RUN * latency * 1000:.0f} ms) -> ratio {concurrent_ratio:.2f}")
+
+    plain_ms = litellm_cpu_per_call_ms(zero_cost=False)
+    zero_ms = litellm_cpu_per_call_ms(zero_cost=True)
+    print(f"LiteLLM CPU per call: {plain_ms:.2f} ms unknown model, {zero_ms:.2f} ms registered zero-cost "
+          f"({(1 - zero_ms / plain_ms) * 100:.0f}% less)")
+
+    agent_wall, raw_wall = asyncio.run(bench_litellm(n, latency, zero_cost=True))
+    litellm_ratio = agent_wall / raw_wall
+    print(f"through LiteLLM: agent {agent_wall * 1000:.0f} ms vs raw litellm.acompletion {raw_wall * 1000:.0f} ms "
+          f"-> ratio {litellm_ratio:.2f}")
+
+    reuse_ratio = bench_reuse(200)
+    print(f"reused bot: per-step time at call 200 / first calls -> ratio {reuse_ratio:.2f}")
+
+    print(
+        f"RESULT step_us={step_us:.1f} pocketflow_node_us={node_us:.2f} concurrent_ratio={concurrent_ratio:.3f} "
+        f"litellm_ratio={litellm_ratio:.3f} reuse_ratio={reuse_ratio:.3f} litellm_call_ms={plain_ms:.2f} "
+        f"litellm_zero_cost_call_ms={zero_ms:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

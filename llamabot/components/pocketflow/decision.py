@@ -1,0 +1,62 @@
+"""What the decision node does with a model reply. Pure: no model, no graph, no I/O.
+
+Rules (see docs/design/agentbot/reference-graph-EARS.md):
+- every valid tool call in the reply is queued, in order, and runs without a new model call;
+- an invalid call (unknown tool, bad JSON, arguments that do not match the schema) gets an error result the
+  model sees on its next turn;
+- a reply with text but no tool call is routed to ``respond_to_user`` (when registered);
+- a reply with neither raises ``ValueError`` with a hint for the model family.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llamabot.bot.toolbot import ToolBotReply
+from llamabot.components.pocketflow.agent_state import PendingCall
+from llamabot.messages import Message, tool_result
+
+RESPOND = "respond_to_user"
+
+_FAMILY_HINTS = {
+    "ollama": "Ollama models need a tool-capable model (e.g. qwen2.5, llama3.1) and tool_choice='auto'.",
+    "local": "The embedded model is grammar-forced to call a tool; check max_tokens is large enough.",
+    "scripted": "The scripted model returned an empty reply; queue a tool call or text.",
+    "remote": "Check that the model supports tool calling (function calling) with tool_choice='required'.",
+}
+
+
+@dataclass(slots=True)
+class Decision:
+    """The outcome of one decision: calls to run, messages to append, or a retry after errors."""
+
+    calls: list[PendingCall] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    failed_raw: tuple[str, str] | None = None  # (tool, raw arguments) of the last invalid call
+
+
+def decide(reply: ToolBotReply, tool_names: set[str] | dict, model_family: str) -> Decision:
+    """Turn a ToolBot reply into a :class:`Decision`."""
+    decision = Decision(messages=[reply.message])
+    for call in reply.tool_calls:
+        if call.ok:
+            decision.calls.append(PendingCall(call.id, call.name, call.arguments or {}, call.raw_arguments))
+        else:
+            decision.errors.append(call.error or "invalid call")
+            decision.failed_raw = (call.name, call.raw_arguments)
+            decision.messages.append(tool_result(call.id, call.name, f"Error: {call.error}. Fix the call and try again."))
+    if reply.tool_calls:
+        return decision
+    text = (reply.content or "").strip()
+    if text and RESPOND in tool_names:
+        decision.calls.append(PendingCall("text_reply", RESPOND, {"response": text}, text, synthetic=True))
+        return decision
+    if text:
+        raise ValueError(
+            f"the model answered with text but no tool call, and no {RESPOND!r} tool is registered to deliver "
+            f"it: {text[:200]!r}"
+        )
+    raise ValueError(
+        "the model returned neither a tool call nor text. " + _FAMILY_HINTS.get(model_family, _FAMILY_HINTS["remote"])
+    )

@@ -1,0 +1,71 @@
+"""PocketFlow flows with strict routing, and a node usable in both sync and async flows.
+
+pocketflow's ``Flow`` only *warns* when a node returns an action that has no edge, then silently ends the run.
+Here a ``None`` action ends the flow quietly (that is how a terminal node stops), and an action without an
+edge raises :class:`GraphRoutingError` naming the node, the action and the edges it has.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pocketflow
+
+from llamabot.errors import LlamabotError
+
+
+class GraphRoutingError(LlamabotError, RuntimeError):
+    """A node returned an action for which it has no outgoing edge."""
+
+
+def node_label(node: Any) -> str:
+    """A readable name for a node: its ``name`` attribute, else its class name."""
+    return getattr(node, "name", None) or type(node).__name__
+
+
+def _strict_next(current: Any, action: str | None) -> Any:
+    if action is None:
+        return None
+    following = current.successors.get(action)
+    if following is None:
+        edges = ", ".join(repr(a) for a in current.successors) or "none"
+        raise GraphRoutingError(f"node {node_label(current)!r} returned action {action!r}, but its edges are: {edges}")
+    return following
+
+
+class Flow(pocketflow.Flow):
+    """A sync flow: ``None`` ends it, an unknown action raises :class:`GraphRoutingError`."""
+
+    def get_next_node(self, curr: Any, action: str | None) -> Any:
+        return _strict_next(curr, action)
+
+
+class AsyncFlow(pocketflow.AsyncFlow):
+    """An async flow with the same strict routing as :class:`Flow`."""
+
+    def get_next_node(self, curr: Any, action: str | None) -> Any:
+        return _strict_next(curr, action)
+
+
+class DualNode(pocketflow.AsyncNode):
+    """A node that runs in a sync :class:`Flow` (``prep``/``exec``/``post``) and in an :class:`AsyncFlow`
+    (``prep``/``exec_async``/``post``). Subclasses write ``prep`` and ``post`` once; only ``exec`` has twins.
+
+    A DualNode keeps no per-run state in attributes (all of it lives in ``shared``), so the per-step
+    ``copy.copy`` pocketflow makes of every node (to protect per-run attributes) is unnecessary: ``__copy__``
+    returns the node itself, which saves a third of the engine's cost per step. ``max_retries`` stays 1 for the
+    same reason (pocketflow's sync retry loop counts retries on the node).
+    """
+
+    def __copy__(self) -> DualNode:
+        return self
+
+    def _run(self, shared: dict[str, Any]) -> Any:  # the sync path, as pocketflow.Node._run
+        prep_res = self.prep(shared)
+        return self.post(shared, prep_res, pocketflow.Node._exec(self, prep_res))
+
+    async def prep_async(self, shared: dict[str, Any]) -> Any:
+        return self.prep(shared)
+
+    async def post_async(self, shared: dict[str, Any], prep_res: Any, exec_res: Any) -> Any:
+        return self.post(shared, prep_res, exec_res)
