@@ -37,6 +37,16 @@ class Span:
         return None if self.end is None else self.end - self.start
 
     def to_dict(self) -> dict[str, Any]:
+        attributes = self.attributes
+        reply = attributes.get("reply")
+        if self.kind == "model_call" and reply is not None and hasattr(reply, "usage"):
+            usage = reply.usage
+            attributes = {
+                **attributes,
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "cost": usage.cost,
+            }
         return {
             "span_id": self.span_id,
             "parent_id": self.parent_id,
@@ -45,7 +55,7 @@ class Span:
             "start": self.start,
             "end": self.end,
             "duration_s": self.duration_s,
-            "attributes": _jsonable(self.attributes),
+            "attributes": _jsonable(attributes),
             "error": self.error,
         }
 

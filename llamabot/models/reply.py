@@ -54,6 +54,17 @@ class ModelRequest:
     response_format: Any = None
     params: dict[str, Any] = field(default_factory=dict)
 
+    def to_dict(self) -> dict[str, Any]:
+        """A compact, JSON-ready summary for traces (counts, not the whole prompt)."""
+        return {
+            "model": self.model,
+            "messages": len(self.messages),
+            "last_user_text": self.last_user_text[:500],
+            "tools": [t.get("function", t).get("name") for t in self.tools or ()],
+            "tool_choice": self.tool_choice,
+            "response_format": bool(self.response_format),
+        }
+
     @property
     def last_user_text(self) -> str:
         """The text of the last user message (handy in scripted responders and assertions)."""

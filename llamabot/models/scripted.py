@@ -150,6 +150,8 @@ class ScriptedModel:
             )
         delay = self.latency_s
         while True:
+            if type(item) is ModelReply:
+                return item, delay
             if isinstance(item, Delayed):
                 delay, item = item.seconds, item.item
             elif callable(item) and not isinstance(item, (ModelReply, BaseException, type)):
@@ -158,12 +160,17 @@ class ScriptedModel:
                 return item, delay
 
     def _reply(self, item: Any, delay: float, request: ModelRequest, on_token: TokenCallback | None) -> ModelReply:
-        if isinstance(item, BaseException):
+        if type(item) is ModelReply:
+            reply = item
+        elif isinstance(item, BaseException):
             raise item
-        if isinstance(item, type) and issubclass(item, BaseException):
+        elif isinstance(item, type) and issubclass(item, BaseException):
             raise item(f"{self.name}: scripted error")
-        reply = text(item) if isinstance(item, str) else item
-        if not isinstance(reply, ModelReply):
+        elif isinstance(item, str):
+            reply = text(item)
+        elif isinstance(item, ModelReply):
+            reply = item
+        else:
             raise TypeError(f"{self.name}: a scripted item must be a ModelReply, str or exception, got {item!r}")
         usage = reply.usage
         if usage.prompt_tokens == 0 and usage.completion_tokens == 0:

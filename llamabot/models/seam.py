@@ -82,10 +82,8 @@ def _begin(model: ChatModel, request: ModelRequest) -> tuple[Span | None, Any, f
     if active is None:
         return None, None, time.perf_counter()
     trace, parent = active
-    span = trace.open(
-        "model_call", "model_call", parent, model=model.name, messages=len(request.messages),
-        tools=len(request.tools or ()), tool_choice=request.tool_choice,
-    )
+    # References only: the request and reply are summarised when the trace is exported, not on the hot path.
+    span = trace.open("model_call", "model_call", parent, model=model.name, request=request)
     token = _ACTIVE.set((trace, span))
     return span, token, span.start
 
@@ -99,13 +97,9 @@ def _end(span: Span | None, token: Any, started: float, reply: ModelReply | None
         span.error = f"{type(error).__name__}: {error}"
         return
     assert reply is not None
-    span.attributes.update(
-        prompt_tokens=reply.usage.prompt_tokens,
-        completion_tokens=reply.usage.completion_tokens,
-        cost=reply.usage.cost,
-        latency_s=span.end - started,
-        reply=reply,  # serialised only when the trace is exported (keeps the hot path cheap)
-    )
+    attributes = span.attributes
+    attributes["reply"] = reply
+    attributes["latency_s"] = span.end - started
 
 
 def call_model(model: ChatModel, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:

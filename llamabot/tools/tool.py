@@ -92,6 +92,8 @@ class Tool:
 
     def inject(self, kwargs: dict[str, Any], context: dict[str, Any] | None = None) -> dict[str, Any]:
         """Add the hidden parameters to already-validated ``kwargs`` (a new dict; ``kwargs`` is not changed)."""
+        if not self.hidden:
+            return kwargs
         kwargs = dict(kwargs)
         if self.hidden:
             context = context or {}

@@ -51,7 +51,7 @@ def test_mdl_local_100_structured_output_is_grammar_constrained_and_validates(lo
     assert isinstance(city, City)
     assert city.name == "Paris" and city.country == "France"
     assert 1.0 <= city.population_millions <= 3.0
-    assert bot.last_trace.of_kind("model_call")[0].attributes["prompt_tokens"] > 0
+    assert bot.last_trace.of_kind("model_call")[0].attributes["reply"].usage.prompt_tokens > 0
 
 
 def test_mdl_local_110_forced_tool_call_has_valid_arguments(local_model_name):

@@ -60,7 +60,9 @@ def test_mdl_seam_040_model_calls_are_recorded_as_spans_with_tokens_latency_and_
     [span] = trace.of_kind("model_call")
     assert span.attributes["reply"].content == "hello"
     assert trace.to_dict()["spans"][0]["attributes"]["reply"]["content"] == "hello"
-    assert span.attributes["prompt_tokens"] > 0 and span.attributes["latency_s"] >= 0
+    exported = trace.to_dict()["spans"][0]["attributes"]
+    assert exported["prompt_tokens"] > 0 and exported["latency_s"] >= 0
+    assert exported["request"]["messages"] == 1 and exported["request"]["last_user_text"] == "hi"
     assert span.end is not None and span.error is None
 
 

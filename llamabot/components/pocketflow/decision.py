@@ -38,7 +38,7 @@ class Decision:
 
 def decide(reply: ToolBotReply, tool_names: set[str] | dict, model_family: str) -> Decision:
     """Turn a ToolBot reply into a :class:`Decision`."""
-    decision = Decision(messages=[reply.message])
+    decision = Decision([], [reply.message], [])
     for call in reply.tool_calls:
         if call.ok:
             decision.calls.append(PendingCall(call.id, call.name, call.arguments or {}, call.raw_arguments))

@@ -7,6 +7,7 @@ edge raises :class:`GraphRoutingError` naming the node, the action and the edges
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pocketflow
@@ -41,10 +42,28 @@ class Flow(pocketflow.Flow):
 
 
 class AsyncFlow(pocketflow.AsyncFlow):
-    """An async flow with the same strict routing as :class:`Flow`."""
+    """An async flow with the same strict routing as :class:`Flow`.
+
+    Its walk is pocketflow's, minus the per-step copy and ``set_params`` for :class:`DualNode`s, which keep
+    no per-run attributes (other nodes are copied and given the params exactly as pocketflow does).
+    """
 
     def get_next_node(self, curr: Any, action: str | None) -> Any:
         return _strict_next(curr, action)
+
+    async def _orch_async(self, shared: dict[str, Any], params: dict[str, Any] | None = None) -> Any:
+        params = params or {**self.params}
+        current, action = self.start_node, None
+        while current is not None:
+            if type(current).__copy__ is not DualNode.__copy__:
+                current = copy.copy(current)
+                current.set_params(params)
+            if isinstance(current, pocketflow.AsyncNode):
+                action = await current._run_async(shared)
+            else:
+                action = current._run(shared)
+            current = _strict_next(current, action)
+        return action
 
 
 class DualNode(pocketflow.AsyncNode):
@@ -63,6 +82,12 @@ class DualNode(pocketflow.AsyncNode):
     def _run(self, shared: dict[str, Any]) -> Any:  # the sync path, as pocketflow.Node._run
         prep_res = self.prep(shared)
         return self.post(shared, prep_res, pocketflow.Node._exec(self, prep_res))
+
+    async def _run_async(self, shared: dict[str, Any]) -> Any:  # the async path, without pocketflow's extra layers
+        if self.max_retries != 1:
+            return await super()._run_async(shared)
+        prep_res = self.prep(shared)
+        return self.post(shared, prep_res, await self.exec_async(prep_res))
 
     async def prep_async(self, shared: dict[str, Any]) -> Any:
         return self.prep(shared)

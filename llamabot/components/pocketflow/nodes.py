@@ -7,7 +7,6 @@ differ only in how the model (or an async tool) is awaited. Per-run state lives 
 
 from __future__ import annotations
 
-import inspect
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -169,25 +168,25 @@ class FuncNode(DualNode):
         opened = shared["_trace"].open(call.name, "tool_call", shared["_decision_span"], arguments=call.arguments)
         if shared["_emit"] is not None:
             _emit(shared, "tool_started", tool=call.name, arguments=call.arguments)
-        context = {"globals_dict": shared["globals_dict"], "memory": shared["memory"], "trace_id": shared["trace_id"]}
+        context = None
+        if self.tool.hidden:
+            context = {"globals_dict": shared["globals_dict"], "memory": shared["memory"], "trace_id": shared["trace_id"]}
         return call, context, opened
 
     def exec(self, prep_res: tuple[PendingCall, dict[str, Any], Any]) -> ToolOutcome:
         call, context, _ = prep_res
+        if self.tool.is_async:
+            return ToolOutcome(error=f"tool {self.tool.name!r} is async; run the agent with AsyncAgentBot.arun")
         try:
-            value = self.tool.func(**self.tool.inject(call.arguments, context))
+            return ToolOutcome(self.tool.func(**self.tool.inject(call.arguments, context)))
         except Exception as exc:  # noqa: BLE001 - the model sees the failure as the tool's result
             return ToolOutcome(error=f"{type(exc).__name__}: {exc}")
-        if inspect.isawaitable(value):
-            getattr(value, "close", lambda: None)()
-            return ToolOutcome(error=f"tool {self.tool.name!r} is async; run the agent with AsyncAgentBot.arun")
-        return ToolOutcome(value)
 
     async def exec_async(self, prep_res: tuple[PendingCall, dict[str, Any], Any]) -> ToolOutcome:
         call, context, _ = prep_res
         try:
             value = self.tool.func(**self.tool.inject(call.arguments, context))
-            if inspect.isawaitable(value):
+            if self.tool.is_async:
                 value = await value
         except Exception as exc:  # noqa: BLE001 - the model sees the failure as the tool's result
             return ToolOutcome(error=f"{type(exc).__name__}: {exc}")
