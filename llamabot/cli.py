@@ -52,6 +52,89 @@ def chat(
         console.print(reply.content, markup=False, highlight=False)
 
 
+def _load_tools(specs: list[str]) -> list:
+    """``module:name`` -> the @tool (or a list/tuple of tools) it names."""
+    import importlib
+
+    from llamabot.tools.tool import as_tool
+
+    loaded = []
+    for spec in specs:
+        module_name, _, attribute = spec.partition(":")
+        if not module_name or not attribute:
+            raise typer.BadParameter(f"{spec!r}: use module:function, e.g. llamabot.toolkits.calculator:add")
+        try:
+            value = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as exc:
+            raise typer.BadParameter(f"cannot load {spec!r}: {exc}") from exc
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            try:
+                loaded.append(as_tool(item))
+            except TypeError as exc:
+                raise typer.BadParameter(f"{spec!r}: {exc}") from exc
+    return loaded
+
+
+def trace_tree(trace):  # noqa: ANN001, ANN201 - rich types stay out of the import path
+    """A rich Tree of a trace: run -> decision -> model call / tool call, with timings and results."""
+    from rich.tree import Tree
+
+    def label(span) -> str:  # noqa: ANN001
+        ms = f"{span.duration_s * 1000:.1f} ms" if span.duration_s is not None else "open"
+        text = f"[bold]{span.kind}[/bold] {span.name} [dim]{ms}[/dim]"
+        if span.kind == "model_call" and "reply" in span.attributes:
+            reply = span.attributes["reply"]
+            calls = ", ".join(c.name for c in reply.tool_calls) or repr((reply.content or "")[:60])
+            text += f" tokens {reply.usage.prompt_tokens}+{reply.usage.completion_tokens} -> {calls}"
+        if span.kind == "tool_call":
+            text += f" args {span.attributes.get('arguments')}"
+            if "result" in span.attributes:
+                text += f" = {span.attributes['result']!r}"
+        if span.error:
+            text += f" [red]error: {span.error}[/red]"
+        return text
+
+    children: dict = {}
+    for span in trace.spans:
+        children.setdefault(span.parent_id, []).append(span)
+    root = Tree(f"trace {trace.trace_id}")
+
+    def add(node, parent_id) -> None:  # noqa: ANN001
+        for span in children.get(parent_id, []):
+            add(node.add(label(span)), span.span_id)
+
+    add(root, None)
+    return root
+
+
+@app.command()
+def agent(
+    question: str = typer.Argument(..., help="What to ask the agent."),
+    model: Optional[str] = MODEL_OPTION,  # noqa: UP045
+    tool_specs: list[str] = typer.Option(
+        [], "--tool", "-t", help="A tool as module:function (repeatable). Default: the calculator toolkit."
+    ),
+    max_iterations: int = typer.Option(8, help="Model decisions before the agent must answer."),
+    show_trace: bool = typer.Option(False, "--trace", help="Show the run's trace as a tree."),
+) -> None:
+    """Answer a question with the reference agent graph (tools + the embedded model by default)."""
+    from llamabot.bot.agentbot import AgentBot
+    from llamabot.errors import LlamabotError
+
+    tools = _load_tools(tool_specs or ["llamabot.toolkits.calculator:CALCULATOR_TOOLS"])
+    try:
+        bot = AgentBot(tools=tools, model_name=model, max_iterations=max_iterations)
+        answer = bot(question)
+    except (LlamabotError, ValueError, RuntimeError) as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        if show_trace and "bot" in locals() and bot.last_trace is not None:
+            console.print(trace_tree(bot.last_trace))
+        raise typer.Exit(1) from exc
+    if show_trace:
+        console.print(trace_tree(bot.last_trace))
+    console.print(str(answer), markup=False, highlight=False)
+
+
 @models_app.callback(invoke_without_command=True)
 def models_list(
     ctx: typer.Context,

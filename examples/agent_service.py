@@ -1,0 +1,135 @@
+"""A small FastAPI service that answers questions with ONE shared :class:`~llamabot.AsyncAgentBot`.
+
+Run it (from the repository root, with the ``dev`` extra installed for FastAPI and uvicorn)::
+
+    uvicorn examples.agent_service:app
+
+then ask::
+
+    curl -s localhost:8000/ask -H 'content-type: application/json' -d '{"question": "What is 23 times 19?"}'
+    curl -sN localhost:8000/ask/stream -H 'content-type: application/json' -d '{"question": "What is 2 plus 3?"}'
+    curl -s localhost:8000/health
+
+Endpoints:
+
+- ``POST /ask`` ``{"question": "..."}`` -> ``{"answer": ..., "trace_id": "...", "steps": ["multiply", "respond_to_user"]}``
+  (``steps``: the tools called, in order, read from the run's own trace).
+- ``POST /ask/stream`` -> newline-delimited JSON (``application/x-ndjson``), one run event per line:
+  ``{"kind": "decision" | "tool_started" | "tool_finished" | "final_answer" | "error", "trace_id": "...", "data": {...}}``.
+  The last line is ``final_answer``, or ``error`` when the run failed (the status is already 200 by then).
+- ``GET /health`` -> ``{"status": "ok", "bot_loaded": bool}``.
+
+A run that raises (model down, tool kept failing, ...) answers HTTP 500 ``{"error": "<message>", "type": "<class>"}``;
+an empty question is rejected with 422 by validation.
+
+One bot serves every request: ``AsyncAgentBot.arun_with_trace`` keeps all per-run state in the run's own shared
+dict and trace, so concurrent requests never see each other's data. The default bot (the calculator tools on the
+default model) is built on the first request, so importing this module loads no model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Annotated, Any
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, StringConstraints
+
+from llamabot.bot.agentbot import AsyncAgentBot
+from llamabot.toolkits.calculator import CALCULATOR_TOOLS
+
+logger = logging.getLogger(__name__)
+
+
+class AskRequest(BaseModel):
+    """The body of ``/ask`` and ``/ask/stream``."""
+
+    question: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+class AskResponse(BaseModel):
+    """The body of a successful ``/ask``."""
+
+    answer: Any
+    trace_id: str
+    steps: list[str]
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` made JSON-safe (anything json cannot encode becomes its ``str``)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def _error_response(exc: BaseException) -> JSONResponse:
+    logger.exception("agent run failed", exc_info=exc)
+    return JSONResponse(status_code=500, content={"error": str(exc) or type(exc).__name__, "type": type(exc).__name__})
+
+
+def _event_line(kind: str, trace_id: str, data: dict[str, Any]) -> str:
+    return json.dumps({"kind": kind, "trace_id": trace_id, "data": data}, default=str) + "\n"
+
+
+def create_app(bot: AsyncAgentBot | None = None) -> FastAPI:
+    """The service around ``bot``; without one, ``AsyncAgentBot(tools=CALCULATOR_TOOLS)`` built on first use."""
+    app = FastAPI(title="llamabot agent service")
+    holder: dict[str, AsyncAgentBot | None] = {"bot": bot}
+
+    def get_bot() -> AsyncAgentBot:
+        # No await between the check and the assignment: on the event loop this is atomic.
+        if holder["bot"] is None:
+            holder["bot"] = AsyncAgentBot(tools=CALCULATOR_TOOLS)
+        return holder["bot"]
+
+    app.state.get_bot = get_bot
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        return {"status": "ok", "bot_loaded": holder["bot"] is not None}
+
+    @app.post("/ask", response_model=AskResponse, responses={500: {"description": "the run failed"}})
+    async def ask(request: AskRequest) -> Any:
+        try:
+            answer, trace = await get_bot().arun_with_trace(request.question)
+        except Exception as exc:  # noqa: BLE001 - every failure of the run is reported as a 500
+            return _error_response(exc)
+        steps = [s.name for s in trace.spans if s.kind == "tool_call"]
+        return AskResponse(answer=_jsonable(answer), trace_id=trace.trace_id, steps=steps)
+
+    @app.post("/ask/stream", responses={500: {"description": "the bot could not be created"}})
+    async def ask_stream(request: AskRequest) -> Any:
+        try:
+            current = get_bot()
+        except Exception as exc:  # noqa: BLE001
+            return _error_response(exc)
+        return StreamingResponse(_stream(current.astream, request.question), media_type="application/x-ndjson")
+
+    return app
+
+
+async def _stream(astream: Callable[[str], AsyncGenerator[Any, None]], question: str) -> AsyncIterator[str]:
+    """The run's events as NDJSON lines; a failed run ends the stream with exactly one ``error`` line."""
+    trace_id = ""
+    sent_error = False
+    events = astream(question)
+    try:
+        async for event in events:
+            if event.kind == "error":
+                # AsyncAgentBot.astream labels its error event with the bot's shared ``last_trace``, which a
+                # concurrent run may have replaced: prefer the id this stream's own events carried.
+                sent_error = True
+                yield _event_line("error", trace_id or event.trace_id, event.data)
+            else:
+                trace_id = event.trace_id
+                yield _event_line(event.kind, event.trace_id, event.data)
+    except Exception as exc:  # noqa: BLE001 - astream re-raises after its error event; the stream just ends
+        logger.exception("agent run failed (stream)", exc_info=exc)
+        if not sent_error:
+            yield _event_line("error", trace_id, {"error": str(exc) or type(exc).__name__})
+    finally:
+        await events.aclose()
+
+
+app = create_app()

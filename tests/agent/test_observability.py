@@ -1,0 +1,114 @@
+"""Traces, run events, replay of agent runs, and the agent CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from llamabot import AgentBot, AsyncAgentBot, ScriptedModel
+from llamabot.cli import app
+from llamabot.models.scripted import tool_call
+from llamabot.models.scripted_provider import register_scripted_provider
+from llamabot.toolkits.calculator import add, divide, multiply
+from llamabot.tracing import Trace
+
+
+def run_calculation(model=None):
+    model = model or ScriptedModel([
+        tool_call("multiply", a=6, b=7), tool_call("divide", a=1, b=0), tool_call("respond_to_user", response="42"),
+    ])
+    bot = AgentBot(tools=[multiply, divide], model_name=model)
+    return bot, bot("6*7 then 1/0")
+
+
+def test_agt_obs_010_a_run_has_a_trace_of_decisions_model_calls_and_tool_calls():
+    bot, answer = run_calculation()
+    trace = bot.last_trace
+    assert answer == "42" and len(trace.trace_id) == 32
+    kinds = [(s.kind, s.name) for s in trace.spans]
+    assert kinds == [
+        ("run", "AgentBot"),
+        ("decision", "decision"), ("model_call", "model_call"), ("tool_call", "multiply"),
+        ("decision", "decision"), ("model_call", "model_call"), ("tool_call", "divide"),
+        ("decision", "decision"), ("model_call", "model_call"), ("tool_call", "respond_to_user"),
+    ]
+    by_id = {s.span_id: s for s in trace.spans}
+    for s in trace.spans[1:]:
+        parent = by_id[s.parent_id]
+        assert parent.kind == {"decision": "run", "model_call": "decision", "tool_call": "decision"}[s.kind]
+    multiply_span, divide_span = trace.spans[3], trace.spans[6]
+    assert multiply_span.attributes["arguments"] == {"a": 6.0, "b": 7.0} and multiply_span.attributes["result"] == 42.0
+    assert divide_span.error == "ZeroDivisionError: cannot divide by zero"
+    assert all(s.end is not None and s.end >= s.start for s in trace.spans)
+
+
+def test_agt_obs_010_traces_export_to_json_and_load_back():
+    bot, _ = run_calculation()
+    exported = json.loads(bot.last_trace.to_json())
+    model_call = next(s for s in exported["spans"] if s["kind"] == "model_call")
+    assert model_call["attributes"]["prompt_tokens"] > 0
+    assert model_call["attributes"]["reply"]["tool_calls"][0]["name"] == "multiply"
+    assert model_call["attributes"]["request"]["tools"][:1] == ["respond_to_user"]
+    loaded = Trace.load(json.dumps(exported))
+    assert loaded.trace_id == bot.last_trace.trace_id and len(loaded.spans) == len(bot.last_trace.spans)
+
+
+def test_agt_obs_015_a_recorded_agent_run_replays_offline_to_the_same_answer():
+    bot, answer = run_calculation()
+    replay_model = ScriptedModel.replay(Trace.load(bot.last_trace.to_json()))
+    replayed_bot, replayed = run_calculation(replay_model)
+    assert replayed == answer
+    assert [s.name for s in replayed_bot.last_trace.of_kind("tool_call")] == ["multiply", "divide", "respond_to_user"]
+    assert replay_model.remaining == 0
+
+
+async def test_agt_obs_020_astream_yields_run_events_in_order():
+    model = ScriptedModel([tool_call("add", a=1, b=2), tool_call("respond_to_user", response="3")])
+    bot = AsyncAgentBot(tools=[add], model_name=model)
+    events = [e async for e in bot.astream("1+2")]
+    assert [e.kind for e in events] == [
+        "decision", "tool_started", "tool_finished", "decision", "tool_started", "tool_finished", "final_answer",
+    ]
+    assert events[0].data["calls"] == ["add"]
+    assert events[2].data["result"] == 3.0
+    assert events[-1].data["result"] == "3"
+    assert len({e.trace_id for e in events}) == 1
+
+
+async def test_agt_obs_020_astream_reports_a_failed_run_then_raises():
+    model = ScriptedModel([ConnectionError("provider down")])
+    bot = AsyncAgentBot(tools=[add], model_name=model)
+    seen = []
+    with pytest.raises(ConnectionError):
+        async for event in bot.astream("1+2"):
+            seen.append(event)
+    assert seen[-1].kind == "error" and "provider down" in seen[-1].data["error"]
+
+
+def test_agt_cli_010_agent_command_answers_through_any_litellm_model_string_and_shows_the_trace():
+    model = ScriptedModel([tool_call("multiply", a=23, b=19), tool_call("respond_to_user", response="437")], name="cli")
+    name = register_scripted_provider(model, prefix="scripted-cli")
+    result = CliRunner().invoke(
+        app, ["agent", "What is 23 * 19?", "--model", name, "--tool", "llamabot.toolkits.calculator:multiply", "--trace"],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.strip().endswith("437")
+    assert "tool_call multiply" in result.output and "= 437.0" in result.output
+    assert [t["function"]["name"] for t in model.requests[0].tools] == [
+        "respond_to_user", "return_object_to_user", "today_date", "inspect_globals", "multiply",
+    ]
+
+
+def test_agt_cli_020_agent_command_rejects_a_tool_that_cannot_be_loaded():
+    result = CliRunner().invoke(app, ["agent", "q", "--tool", "llamabot.toolkits.calculator:nope"])
+    assert result.exit_code != 0 and "cannot load" in result.output
+
+
+@pytest.mark.local_model
+def test_agt_cli_030_agent_answers_with_a_tool_on_the_embedded_model(local_model_name):
+    result = CliRunner().invoke(app, ["agent", "What is 23 times 19?", "--model", local_model_name])
+    assert result.exit_code == 0, result.output
+    assert "437" in result.output
