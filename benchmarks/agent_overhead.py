@@ -111,38 +111,13 @@ async def bench_concurrent(n: int, latency: float) -> float:
 
 
 def register_litellm_scripted(latency: float, zero_cost: bool) -> tuple[str, Any]:
-    """A LiteLLM custom provider answering like ``scripted_reply`` after ``latency`` seconds."""
-    from llamabot.models.litellm_model import ensure_litellm, register_zero_cost
+    """The same scripted model (``scripted_reply`` after ``latency`` seconds) as a LiteLLM custom provider."""
+    from llamabot.models.litellm_model import ensure_litellm
+    from llamabot.models.scripted_provider import register_scripted_provider
 
-    litellm = ensure_litellm()
-    from litellm import CustomLLM
-    from litellm.types.utils import ChatCompletionMessageToolCall, Choices, Function, Message, ModelResponse, Usage
-
-    class Provider(CustomLLM):
-        def _response(self, model, messages):
-            reply = scripted_reply(ModelRequest(model, messages))
-            calls = [
-                ChatCompletionMessageToolCall(id=c.id, type="function", function=Function(name=c.name, arguments=c.arguments))
-                for c in reply.tool_calls
-            ]
-            return ModelResponse(
-                model=model,
-                choices=[Choices(index=0, message=Message(content=None, role="assistant", tool_calls=calls), finish_reason="tool_calls")],
-                usage=Usage(prompt_tokens=10, completion_tokens=5, total_tokens=15),
-            )
-
-        async def acompletion(self, model, messages, *args, **kwargs):
-            await asyncio.sleep(latency)
-            return self._response(model, messages)
-
+    model = ScriptedModel(responder=scripted_reply, latency_s=latency, record=False, name=f"lat{latency}")
     prefix = "benchzero" if zero_cost else "benchplain"
-    if not any(e["provider"] == prefix for e in litellm.custom_provider_map):
-        litellm.custom_provider_map = [*litellm.custom_provider_map, {"provider": prefix, "custom_handler": Provider()}]
-        litellm.utils.custom_llm_setup()
-    name = f"{prefix}/scripted"
-    if zero_cost:
-        register_zero_cost(litellm, [name], prefix)
-    return name, litellm
+    return register_scripted_provider(model, prefix=prefix, zero_cost=zero_cost), ensure_litellm()
 
 
 async def bench_litellm(n: int, latency: float, zero_cost: bool) -> tuple[float, float]:

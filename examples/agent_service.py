@@ -1,6 +1,6 @@
 """A small FastAPI service that answers questions with ONE shared :class:`~llamabot.AsyncAgentBot`.
 
-Run it (from the repository root, with the ``dev`` extra installed for FastAPI and uvicorn)::
+Run it from the repository root (FastAPI comes with the ``dev`` extra; ``pip install uvicorn`` if needed)::
 
     uvicorn examples.agent_service:app
 
@@ -110,24 +110,17 @@ def create_app(bot: AsyncAgentBot | None = None) -> FastAPI:
 
 
 async def _stream(astream: Callable[[str], AsyncGenerator[Any, None]], question: str) -> AsyncIterator[str]:
-    """The run's events as NDJSON lines; a failed run ends the stream with exactly one ``error`` line."""
-    trace_id = ""
-    sent_error = False
+    """The run's events as NDJSON lines; a failed run ends the stream with its ``error`` line.
+
+    ``astream`` yields the ``error`` event (with the run's own trace id) and then re-raises; the raise only
+    ends the stream here. Closing the stream (client gone) cancels the run.
+    """
     events = astream(question)
     try:
         async for event in events:
-            if event.kind == "error":
-                # AsyncAgentBot.astream labels its error event with the bot's shared ``last_trace``, which a
-                # concurrent run may have replaced: prefer the id this stream's own events carried.
-                sent_error = True
-                yield _event_line("error", trace_id or event.trace_id, event.data)
-            else:
-                trace_id = event.trace_id
-                yield _event_line(event.kind, event.trace_id, event.data)
-    except Exception as exc:  # noqa: BLE001 - astream re-raises after its error event; the stream just ends
+            yield _event_line(event.kind, event.trace_id, event.data)
+    except Exception as exc:  # noqa: BLE001 - already reported as the stream's error event
         logger.exception("agent run failed (stream)", exc_info=exc)
-        if not sent_error:
-            yield _event_line("error", trace_id, {"error": str(exc) or type(exc).__name__})
     finally:
         await events.aclose()
 

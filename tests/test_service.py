@@ -66,7 +66,7 @@ async def test_agt_svc_010_concurrent_requests_each_get_their_own_answer():
             *(client.post("/ask", json={"question": f"What is {n} plus one?"}) for n in numbers)
         )
     trace_ids = set()
-    for n, response in zip(numbers, responses):
+    for n, response in zip(numbers, responses, strict=True):
         assert response.status_code == 200, response.text
         body = response.json()
         assert body["answer"] == repr(float(n + 1)), (n, body)  # add works on floats: "1043.0" for 1042
@@ -107,7 +107,7 @@ async def test_agt_svc_030_errors_become_http_500_with_message():
     assert response.json()["type"] == "RuntimeError"
     events = ndjson(streamed)
     assert [e["kind"] for e in events] == ["error"]
-    assert events[0]["data"] == {"error": "the model server is down"}
+    assert events[0]["data"] == {"error": "RuntimeError: the model server is down"}
 
 
 @pytest.mark.parametrize("body", [{"question": ""}, {"question": "   "}, {}])

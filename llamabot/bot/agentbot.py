@@ -12,6 +12,7 @@ Every graph is built per bot: two bots never share a node or an edge. Every run 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -26,7 +27,7 @@ from llamabot.messages import Message
 from llamabot.models.seam import ChatModel, get_model
 from llamabot.tools.defaults import DEFAULT_TOOLS
 from llamabot.tools.tool import DECIDE, Tool, as_tool
-from llamabot.tracing import Trace, run
+from llamabot.tracing import Trace, capture, run
 
 DEFAULT_AGENT_PROMPT = (
     "You are a helpful agent. Solve the user's request step by step by calling the provided tools; "
@@ -154,13 +155,25 @@ class AsyncAgentBot(AgentBot):
         self, query: str, globals_dict: dict[str, Any] | None = None, memory: list[Message] | None = None
     ) -> AsyncIterator[RunEvent]:
         """Run ``query`` and yield :class:`RunEvent`s as they happen; the last is ``final_answer`` (or
-        ``error``, after which the exception is raised)."""
+        ``error``, after which the exception is raised). Closing the iterator early cancels the run."""
         events: asyncio.Queue[RunEvent | None] = asyncio.Queue()
-        task = asyncio.create_task(self.arun(query, globals_dict, memory, _emit=events.put_nowait))
+        trace = Trace()  # this run's own trace: its id is known even if the first step fails
+
+        async def produce() -> Any:
+            with capture(trace):
+                return await self.arun(query, globals_dict, memory, _emit=events.put_nowait)
+
+        task = asyncio.create_task(produce())
         task.add_done_callback(lambda _: events.put_nowait(None))
-        while (event := await events.get()) is not None:
-            yield event
-        if task.exception() is not None:
+        try:
+            while (event := await events.get()) is not None:
+                yield event
             exc = task.exception()
-            yield RunEvent("error", self.last_trace.trace_id if self.last_trace else "", {"error": str(exc)})
-            raise exc
+            if exc is not None:
+                yield RunEvent("error", trace.trace_id, {"error": f"{type(exc).__name__}: {exc}"})
+                raise exc
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task

@@ -9,8 +9,8 @@ from llamabot import AgentBot, ScriptedModel, to_mermaid, tool
 from llamabot.components.pocketflow.flow import Flow, GraphRoutingError
 from llamabot.components.pocketflow.nodes import DecideNode, FuncNode
 from llamabot.models.scripted import tool_call
-from llamabot.tools import DEFAULT_TOOLS
 from llamabot.toolkits.calculator import CALCULATOR_TOOLS, add, multiply
+from llamabot.tools import DEFAULT_TOOLS
 
 DEFAULT_NAMES = [t.tool.name for t in DEFAULT_TOOLS]
 

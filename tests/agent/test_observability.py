@@ -112,3 +112,26 @@ def test_agt_cli_030_agent_answers_with_a_tool_on_the_embedded_model(local_model
     result = CliRunner().invoke(app, ["agent", "What is 23 times 19?", "--model", local_model_name])
     assert result.exit_code == 0, result.output
     assert "437" in result.output
+
+
+async def test_agt_obs_025_a_failed_stream_reports_its_own_trace_id_and_closing_early_cancels_the_run():
+    import asyncio
+
+    failing = ScriptedModel([ConnectionError("down")])
+    slow = ScriptedModel(responder=lambda r: tool_call("add", a=1, b=1), latency_s=0.05)
+    bot_a = AsyncAgentBot(tools=[add], model_name=failing)
+    events = []
+    with pytest.raises(ConnectionError):
+        async for event in bot_a.astream("fails"):
+            events.append(event)
+    assert events[-1].kind == "error"
+    assert events[-1].trace_id == bot_a.last_trace.trace_id
+
+    bot_b = AsyncAgentBot(tools=[add], model_name=slow)
+    stream = bot_b.astream("runs forever")
+    first = await stream.__anext__()
+    assert first.kind == "decision"
+    await stream.aclose()
+    calls = len(slow.requests)
+    await asyncio.sleep(0.2)
+    assert len(slow.requests) == calls  # the run stopped with the stream
