@@ -16,6 +16,9 @@ app = typer.Typer(
 )
 models_app = typer.Typer(help="The embedded local models: list them, or assemble and verify one.")
 app.add_typer(models_app, name="models")
+#: ``llamabot eval <pattern>``: each reasoning pattern registers its evaluation harness here.
+eval_app = typer.Typer(help="Evaluate a reasoning pattern on a dataset against baselines on the same model.")
+app.add_typer(eval_app, name="eval")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -191,6 +194,23 @@ def models_pull(name: str = typer.Argument(..., help="Alias, e.g. qwen2.5-coder-
         err_console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(1) from exc
     console.print(f"{spec.model_name}: assembled and verified (sha256 {spec.sha256[:12]}...) at {path}")
+
+
+def _register_patterns() -> None:
+    """Each reasoning pattern adds its commands from its own ``cli`` module (typer and rich only at import)."""
+    import importlib
+
+    for module in ("llamabot.reasoning.aot.cli", "llamabot.reasoning.tot.cli", "llamabot.reasoning.anot.cli"):
+        try:
+            register = importlib.import_module(module).register
+        except ModuleNotFoundError as exc:
+            if not exc.name or not module.startswith(exc.name):  # a dependency is missing: a real error
+                raise
+            continue  # this pattern is not part of the package (yet)
+        register(app, eval_app)
+
+
+_register_patterns()
 
 
 def main() -> None:
