@@ -181,3 +181,57 @@ def test_agt_calc_010_calculator_toolkit():
     assert CALCULATOR_TOOLS[4].tool.invoke({"base": 2, "exponent": 10}) == 1024
     with pytest.raises(ZeroDivisionError):
         divide(1, 0)
+
+
+def test_agt_dec_080_a_model_that_ignores_the_forced_answer_is_stopped():
+    model = ScriptedModel(responder=lambda r: tool_call("add", a=1, b=1))  # never answers
+    bot = AgentBot(tools=[add], model_name=model, max_iterations=2)
+    with pytest.raises(RuntimeError, match="did not call 'respond_to_user' when asked"):
+        bot("loop")
+    assert len(model.requests) == 3  # two decisions, then the forced one
+
+
+def test_agt_dec_090_a_failing_tool_with_a_custom_loopback_is_still_shown_to_the_model():
+    @tool(loopback_name="review")
+    def flaky(x: int) -> int:
+        """Fails on odd numbers."""
+        if x % 2:
+            raise ValueError("odd")
+        return x
+
+    model = ScriptedModel([tool_call("flaky", x=1), tool_call("flaky", x=2), tool_call("respond_to_user", response="2")])
+    bot = AgentBot(tools=[flaky], model_name=model)
+    assert bot.tool_nodes["flaky"].successors == {"review": bot.decide_node}
+    assert bot("q") == "2"
+    assert "ValueError: odd" in model.requests[1].messages[-1]["content"]
+
+
+def test_agt_dec_140_mixed_valid_and_invalid_calls_run_the_valid_ones_and_report_the_others():
+    model = ScriptedModel([
+        tool_calls(("add", {"a": 1, "b": 2}), ("nope", {})),
+        tool_call("respond_to_user", response="3"),
+    ])
+    assert AgentBot(tools=[add], model_name=model)("q") == "3"
+    sent = model.requests[1].messages
+    add_id, nope_id = (c["id"] for c in sent[2]["tool_calls"])
+    results = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
+    assert results[add_id] == "3.0"
+    assert "unknown tool 'nope'" in results[nope_id]
+
+
+def test_agt_dec_150_spans_of_bots_called_inside_a_tool_nest_under_the_tool_call():
+    inner_model = ScriptedModel(["inner answer"])
+
+    @tool
+    def ask_expert(question: str) -> str:
+        """Ask another bot."""
+        from llamabot import SimpleBot
+
+        return str(SimpleBot("expert", model_name=inner_model)(question))
+
+    model = ScriptedModel([tool_call("ask_expert", question="why"), tool_call("respond_to_user", response="ok")])
+    bot = AgentBot(tools=[ask_expert], model_name=model)
+    bot("q")
+    by_id = {s.span_id: s for s in bot.last_trace.spans}
+    inner_run = next(s for s in bot.last_trace.spans if s.name == "SimpleBot")
+    assert by_id[inner_run.parent_id].kind == "tool_call" and by_id[inner_run.parent_id].name == "ask_expert"

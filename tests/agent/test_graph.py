@@ -106,3 +106,15 @@ def test_agt_obs_030_mermaid_renders_any_pocketflow_flow():
     source = to_mermaid(pocketflow.Flow(start=a))
     assert source.count('["A"]') == 2
     assert '-->|"go"|' in source and '-->|"default"|' in source
+
+
+def test_agt_graph_040_a_node_without_an_action_follows_its_default_edge_like_pocketflow():
+    class Step(pocketflow.Node):
+        def post(self, shared, prep_res, exec_res):
+            shared.setdefault("seen", []).append(self)
+
+    first, second = Step(), Step()
+    first >> second
+    shared: dict = {}
+    Flow(start=first).run(shared)
+    assert len(shared["seen"]) == 2

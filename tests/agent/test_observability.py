@@ -135,3 +135,15 @@ async def test_agt_obs_025_a_failed_stream_reports_its_own_trace_id_and_closing_
     calls = len(slow.requests)
     await asyncio.sleep(0.2)
     assert len(slow.requests) == calls  # the run stopped with the stream
+
+
+def test_agt_obs_040_the_scripted_provider_never_replaces_someone_elses_provider():
+    import litellm
+
+    from llamabot.models.litellm_model import ensure_litellm
+
+    ensure_litellm()
+    litellm.custom_provider_map = [*litellm.custom_provider_map, {"provider": "theirs", "custom_handler": object()}]
+    with pytest.raises(ValueError, match="already registered by someone else"):
+        register_scripted_provider(ScriptedModel(), prefix="theirs")
+    litellm.custom_provider_map = [e for e in litellm.custom_provider_map if e["provider"] != "theirs"]

@@ -14,7 +14,8 @@ Keys (as in the AgentBot LLD; ``memory`` holds chat messages rather than strings
 
 Private keys: ``_trace`` (the Trace), ``_pending`` (calls queued from one reply), ``_run_start`` (index of this
 run's user turn in ``memory``), ``_errors`` (consecutive failed steps), ``_emit`` (event sink or None),
-``_decision_span`` (parent span of the next tool call), ``_last_error`` (the latest failure).
+``_decision_span`` (parent span of the next tool call), ``_done`` (a terminal tool finished: the only way a
+run returns a result).
 """
 
 from __future__ import annotations
@@ -65,7 +66,6 @@ def new_run_state(
         "_errors": 0,
         "_emit": emit,
         "_decision_span": None,
-        "_last_error": None,
         "_done": False,
     }
 

@@ -1,8 +1,9 @@
 """PocketFlow flows with strict routing, and a node usable in both sync and async flows.
 
 pocketflow's ``Flow`` only *warns* when a node returns an action that has no edge, then silently ends the run.
-Here a ``None`` action ends the flow quietly (that is how a terminal node stops), and an action without an
-edge raises :class:`GraphRoutingError` naming the node, the action and the edges it has.
+Here a ``None`` action follows the ``"default"`` edge when there is one (as in pocketflow) and otherwise ends
+the flow quietly (that is how a terminal node stops); a named action without an edge raises
+:class:`GraphRoutingError` naming the node, the action and the edges it has.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ def node_label(node: Any) -> str:
 
 
 def _strict_next(current: Any, action: str | None) -> Any:
-    if action is None:
-        return None
-    following = current.successors.get(action)
+    following = current.successors.get(action or "default")
     if following is None:
+        if action is None:  # no action and no default edge: the flow ends here
+            return None
         edges = ", ".join(repr(a) for a in current.successors) or "none"
         raise GraphRoutingError(f"node {node_label(current)!r} returned action {action!r}, but its edges are: {edges}")
     return following

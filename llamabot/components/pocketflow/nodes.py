@@ -21,7 +21,7 @@ from llamabot.errors import LlamabotError
 from llamabot.messages import Message, tool_result, user
 from llamabot.models.seam import model_family
 from llamabot.tools.tool import DECIDE, Tool
-from llamabot.tracing import span
+from llamabot.tracing import _ACTIVE, span
 
 FORCE_MESSAGE = (
     "You have used all allowed steps. Answer the user now with respond_to_user, using what you know so far."
@@ -124,6 +124,13 @@ class DecideNode(DualNode):
             if shared["_emit"] is not None:
                 _emit(shared, "decision", calls=[c.name for c in decision.calls], errors=decision.errors,
                       iteration=shared["iteration_count"])
+            if inp.force:
+                decision.calls = [c for c in decision.calls if c.name == RESPOND]
+                if not decision.calls:  # a hard stop: the model was told to answer and did not
+                    raise RuntimeError(
+                        f"max_iterations ({self.max_iterations}) exceeded and the model did not call {RESPOND!r} "
+                        f"when asked to answer (it chose: {[c.name for c in outcome.tool_calls] or 'no tool'})"
+                    )
             if not decision.calls:
                 shared["_errors"] += 1
                 if shared["_errors"] > self.max_errors:
@@ -137,6 +144,12 @@ class DecideNode(DualNode):
         call: PendingCall = pending.popleft()
         shared["func_call"] = call
         return call.name
+
+
+@dataclass(slots=True)
+class _OpenSpan:
+    trace: Any
+    span: Any
 
 
 @dataclass(slots=True)
@@ -165,7 +178,8 @@ class FuncNode(DualNode):
 
     def prep(self, shared: dict[str, Any]) -> tuple[PendingCall, dict[str, Any], Any]:
         call: PendingCall = shared["func_call"]
-        opened = shared["_trace"].open(call.name, "tool_call", shared["_decision_span"], arguments=call.arguments)
+        trace = shared["_trace"]
+        opened = _OpenSpan(trace, trace.open(call.name, "tool_call", shared["_decision_span"], arguments=call.arguments))
         if shared["_emit"] is not None:
             _emit(shared, "tool_started", tool=call.name, arguments=call.arguments)
         context = None
@@ -174,38 +188,46 @@ class FuncNode(DualNode):
         return call, context, opened
 
     def exec(self, prep_res: tuple[PendingCall, dict[str, Any], Any]) -> ToolOutcome:
-        call, context, _ = prep_res
+        call, context, opened = prep_res
         if self.tool.is_async:
             return ToolOutcome(error=f"tool {self.tool.name!r} is async; run the agent with AsyncAgentBot.arun")
+        token = _ACTIVE.set((opened.trace, opened.span))  # bots called inside the tool nest under its span
         try:
             return ToolOutcome(self.tool.func(**self.tool.inject(call.arguments, context)))
         except Exception as exc:  # noqa: BLE001 - the model sees the failure as the tool's result
             return ToolOutcome(error=f"{type(exc).__name__}: {exc}")
+        finally:
+            _ACTIVE.reset(token)
 
     async def exec_async(self, prep_res: tuple[PendingCall, dict[str, Any], Any]) -> ToolOutcome:
-        call, context, _ = prep_res
+        call, context, opened = prep_res
+        token = _ACTIVE.set((opened.trace, opened.span))
         try:
             value = self.tool.func(**self.tool.inject(call.arguments, context))
             if self.tool.is_async:
                 value = await value
         except Exception as exc:  # noqa: BLE001 - the model sees the failure as the tool's result
             return ToolOutcome(error=f"{type(exc).__name__}: {exc}")
+        finally:
+            _ACTIVE.reset(token)
         return ToolOutcome(value)
 
     def post(self, shared: dict[str, Any], prep_res: tuple[PendingCall, dict[str, Any], Any], outcome: ToolOutcome) -> str | None:
-        call, _, opened = prep_res
+        call, _, handle = prep_res
+        opened = handle.span
         opened.end = time.perf_counter()
         memory = shared["memory"]
         if outcome.error is not None:
             opened.error = outcome.error
             if not call.synthetic:
                 memory.append(tool_result(call.id, call.name, f"Error: {outcome.error}"))
+            else:  # the model's text answer could not be delivered: tell it why it is asked again
+                memory.append(user(f"Delivering your answer with {call.name} failed: {outcome.error}"))
             _emit(shared, "tool_finished", tool=call.name, error=outcome.error, duration_s=opened.end - opened.start)
             shared["_errors"] += 1
-            shared["_last_error"] = outcome.error
             if shared["_errors"] > self.max_errors:
                 raise ToolExecutionError(call.name, call.arguments, outcome.error)
-            return DECIDE
+            return self.tool.loopback_name or DECIDE  # terminal tools have a DECIDE edge for this case
         opened.attributes["result"] = outcome.value
         if not call.synthetic:
             memory.append(tool_result(call.id, call.name, outcome.value))
