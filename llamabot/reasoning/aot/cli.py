@@ -1,0 +1,108 @@
+"""CLI of the Atom of Thought pattern: ``llamabot aot`` and ``llamabot eval aot``.
+
+Only typer and rich are imported here; the pattern and the model load inside the commands.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _print_record(record) -> None:  # noqa: ANN001
+    table = Table(title="execution")
+    for column in ("atom", "kind", "name", "inputs", "result", "status", "ms"):
+        table.add_column(column)
+    for layer in record.layers:
+        for atom_id in layer:
+            r = record.atoms[atom_id]
+            shown = r.result if r.status != "failed" else r.error
+            table.add_row(str(r.id), r.kind, r.name, json.dumps(r.inputs, default=str) if r.inputs is not None else "",
+                          repr(shown), r.status, f"{r.duration_s * 1000:.2f}")
+    console.print(table)
+
+
+def aot(
+    question: Optional[str] = typer.Argument(None, help="The question (omit with --replay)."),  # noqa: UP045
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="LiteLLM model string (default: embedded)."),  # noqa: UP045
+    save: Optional[Path] = typer.Option(None, "--save", help="Write the plan and its execution record as JSON."),  # noqa: UP045
+    replay: Optional[Path] = typer.Option(None, "--replay", help="Validate and execute a saved plan; no model."),  # noqa: UP045
+    max_replans: int = typer.Option(2, help="Re-plans after validation errors."),
+) -> None:
+    """Atom of Thought: the model plans, a program validates and executes (calculator tools)."""
+    from llamabot.reasoning.aot import AoTBot, AtomExecutionError, PlanValidationError, replay_plan
+
+    try:
+        if replay is not None:
+            record = replay_plan(replay)
+            console.print_json(record.plan.to_json())
+            _print_record(record)
+            if save is not None:
+                record.to_json(save)
+        else:
+            if not question:
+                raise typer.BadParameter("give a question, or --replay PLAN.json")
+            result = AoTBot(model_name=model, max_replans=max_replans)(question)
+            for errors in result.plan_errors:
+                err_console.print("[yellow]rejected plan:[/yellow] " + "; ".join(errors))
+            console.print_json(result.plan.to_json())
+            _print_record(result.record)
+            record = result.record
+            if save is not None:
+                Path(save).write_text(json.dumps(result.to_dict(), indent=2, default=str))
+    except PlanValidationError as exc:
+        err_console.print(f"[red]invalid plan:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    except AtomExecutionError as exc:
+        _print_record(exc.record)
+        err_console.print(f"[red]execution failed:[/red] {exc}")
+        raise typer.Exit(3) from exc
+    console.print(f"answer: {record.answer!r}", markup=False, highlight=False)
+
+
+def eval_aot(
+    path: Path = typer.Argument(..., exists=True, dir_okay=False, help="Dataset file."),
+    dataset: str = typer.Option(..., "--dataset", help="multiarith | svamp | arith"),
+    limit: Optional[int] = typer.Option(None, "--limit", help="First N problems."),  # noqa: UP045
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="LiteLLM model string (default: embedded)."),  # noqa: UP045
+    tolerance: float = typer.Option(1e-4, help="Relative tolerance for a numeric answer."),
+    out: Path = typer.Option(Path("aot_eval.json"), "--out", help="JSON report path."),
+) -> None:
+    """Accuracy of AoT vs the same model answering directly, plan validity, re-plans, latency, tokens."""
+    from rich.progress import Progress
+
+    from llamabot.models.seam import get_model
+    from llamabot.reasoning.aot.evaluate import evaluate, load_problems, report
+
+    try:
+        problems = load_problems(dataset, path)[:limit]
+    except (ValueError, KeyError, OSError) as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    model_name = get_model(model).name
+    with Progress(console=console) as progress:
+        task = progress.add_task(f"{dataset} x {len(problems)}", total=len(problems) * 2)
+        summaries = evaluate(problems, model, tolerance=tolerance,
+                             on_attempt=lambda method, attempt: progress.advance(task))
+    table = Table(title=f"AoT vs direct on {dataset} ({len(problems)} problems, {model_name})")
+    for column in ("method", "accuracy", "plan validity", "re-plans", "errors", "mean latency s", "mean tokens"):
+        table.add_column(column)
+    for s in summaries.values():
+        validity = "-" if s.plan_validity_rate is None else f"{s.plan_validity_rate:.0%}"
+        table.add_row(s.method, f"{s.accuracy:.1%} ({s.correct}/{s.total})", validity, str(s.replans), str(s.errors),
+                      f"{s.mean_latency_s:.2f}", f"{s.mean_tokens:.0f}")
+    console.print(table)
+    out.write_text(json.dumps(report(summaries, dataset=dataset, path=str(path), model=model_name), indent=2, default=str))
+    console.print(f"report: {out}")
+
+
+def register(app: typer.Typer, eval_app: typer.Typer) -> None:
+    app.command("aot")(aot)
+    eval_app.command("aot")(eval_aot)

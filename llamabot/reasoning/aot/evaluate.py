@@ -1,0 +1,193 @@
+"""The AoT evaluation harness: datasets, answer scoring, and AoT against the same model answering directly.
+
+Datasets (``--dataset``): ``multiarith`` (JSON with ``sQuestion``/``lSolutions``), ``svamp`` (JSON with
+``Body``/``Question``/``Answer``), ``arith`` (CSV ``idx,expression,answer``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llamabot.errors import LlamabotError
+
+DIRECT_PROMPT = "Solve the problem. Reply with only the final numeric answer, no words."
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:[eE]-?\d+)?")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    id: str
+    question: str
+    answer: float
+
+
+def load_problems(dataset: str, path: str | Path) -> list[Problem]:
+    """Read a dataset file into problems. Raises ValueError for an unknown dataset name or a bad file."""
+    path = Path(path)
+    if dataset == "multiarith":
+        rows = json.loads(path.read_text())
+        return [Problem(str(r.get("iIndex", i)), r["sQuestion"].strip(), float(r["lSolutions"][0])) for i, r in enumerate(rows)]
+    if dataset == "svamp":
+        rows = json.loads(path.read_text())
+        return [
+            Problem(str(r.get("ID", i)), f"{r['Body'].strip()} {r['Question'].strip()}", float(r["Answer"]))
+            for i, r in enumerate(rows)
+        ]
+    if dataset == "arith":
+        with path.open(newline="") as handle:
+            return [
+                Problem(row["idx"], f"What is {row['expression']}?", float(row["answer"]))
+                for row in csv.DictReader(handle)
+            ]
+    raise ValueError(f"unknown dataset {dataset!r}; use multiarith, svamp or arith")
+
+
+def parse_number(text: Any) -> float | None:
+    """The number an answer states: the value itself when numeric, else the last number in the text."""
+    if isinstance(text, bool):
+        return None
+    if isinstance(text, (int, float)):
+        return float(text)
+    found = _NUMBER.findall(str(text or ""))
+    if not found:
+        return None
+    try:
+        return float(found[-1].replace(",", ""))
+    except ValueError:
+        return None
+
+
+def is_correct(predicted: float | None, gold: float, tolerance: float = 1e-4) -> bool:
+    """Equal within ``tolerance`` relative to the gold answer (absolute below 1)."""
+    return predicted is not None and abs(predicted - gold) <= tolerance * max(1.0, abs(gold))
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One method on one problem."""
+
+    problem: str
+    gold: float
+    predicted: float | None
+    correct: bool
+    latency_s: float
+    tokens: int
+    plan_valid_first: bool | None = None  # AoT only: the first plan passed validation
+    replans: int = 0
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class MethodSummary:
+    method: str
+    accuracy: float
+    correct: int
+    total: int
+    mean_latency_s: float
+    mean_tokens: float
+    plan_validity_rate: float | None = None
+    replans: int = 0
+    errors: int = 0
+    attempts: list[Attempt] = field(default_factory=list)
+
+
+def summarise(method: str, attempts: list[Attempt]) -> MethodSummary:
+    total = len(attempts) or 1
+    correct = sum(a.correct for a in attempts)
+    validity = [a.plan_valid_first for a in attempts if a.plan_valid_first is not None]
+    return MethodSummary(
+        method=method,
+        accuracy=correct / total,
+        correct=correct,
+        total=len(attempts),
+        mean_latency_s=statistics.fmean(a.latency_s for a in attempts) if attempts else 0.0,
+        mean_tokens=statistics.fmean(a.tokens for a in attempts) if attempts else 0.0,
+        plan_validity_rate=(sum(validity) / len(validity)) if validity else None,
+        replans=sum(a.replans for a in attempts),
+        errors=sum(a.error is not None for a in attempts),
+        attempts=attempts,
+    )
+
+
+def run_aot(bot: Any, problem: Problem, tolerance: float) -> Attempt:
+    """One AoT attempt; validation and execution failures count as wrong answers (and are recorded)."""
+    from llamabot.reasoning.aot.execute import AtomExecutionError
+    from llamabot.reasoning.aot.validate import PlanValidationError
+
+    started = time.perf_counter()
+    try:
+        result = bot(problem.question)
+    except (PlanValidationError, AtomExecutionError, LlamabotError, ValueError) as exc:
+        trace = bot.last_trace
+        tokens = _trace_tokens(trace)
+        replans = len(trace.of_kind("model_call")) - 1 if trace else 0
+        return Attempt(problem.id, problem.answer, None, False, time.perf_counter() - started, tokens,
+                       plan_valid_first=isinstance(exc, AtomExecutionError) and replans == 0, replans=max(replans, 0),
+                       error=f"{type(exc).__name__}: {exc}")
+    predicted = parse_number(result.answer)
+    return Attempt(problem.id, problem.answer, predicted, is_correct(predicted, problem.answer, tolerance),
+                   time.perf_counter() - started, result.usage.total_tokens,
+                   plan_valid_first=result.replans == 0, replans=result.replans)
+
+
+def run_direct(bot: Any, problem: Problem, tolerance: float) -> Attempt:
+    """The same model answering directly (the baseline)."""
+    started = time.perf_counter()
+    try:
+        reply = bot(problem.question)
+    except LlamabotError as exc:
+        return Attempt(problem.id, problem.answer, None, False, time.perf_counter() - started, 0, error=str(exc))
+    predicted = parse_number(reply.content)
+    return Attempt(problem.id, problem.answer, predicted, is_correct(predicted, problem.answer, tolerance),
+                   time.perf_counter() - started, reply.usage.total_tokens)
+
+
+def _trace_tokens(trace: Any) -> int:
+    if trace is None:
+        return 0
+    return sum(s.attributes["reply"].usage.total_tokens for s in trace.of_kind("model_call") if "reply" in s.attributes)
+
+
+def evaluate(
+    problems: list[Problem],
+    model_name: Any = None,
+    *,
+    tolerance: float = 1e-4,
+    methods: tuple[str, ...] = ("aot", "direct"),
+    on_attempt: Callable[[str, Attempt], None] | None = None,
+) -> dict[str, MethodSummary]:
+    """Run each method on every problem with the same model; returns a summary per method."""
+    from llamabot.bot.simplebot import SimpleBot
+    from llamabot.reasoning.aot.graph import AoTBot
+
+    runners: dict[str, tuple[Any, Callable[[Any, Problem, float], Attempt]]] = {}
+    if "aot" in methods:
+        runners["aot"] = (AoTBot(model_name=model_name), run_aot)
+    if "direct" in methods:
+        runners["direct"] = (SimpleBot(DIRECT_PROMPT, model_name=model_name, max_tokens=32), run_direct)
+    attempts: dict[str, list[Attempt]] = {m: [] for m in runners}
+    for problem in problems:
+        for method, (bot, runner) in runners.items():
+            attempt = runner(bot, problem, tolerance)
+            attempts[method].append(attempt)
+            if on_attempt is not None:
+                on_attempt(method, attempt)
+    return {m: summarise(m, a) for m, a in attempts.items()}
+
+
+def report(summaries: dict[str, MethodSummary], *, dataset: str, path: str, model: str) -> dict[str, Any]:
+    """A JSON-ready report of an evaluation."""
+    return {
+        "dataset": dataset,
+        "path": path,
+        "model": model,
+        "methods": {m: asdict(s) for m, s in summaries.items()},
+    }

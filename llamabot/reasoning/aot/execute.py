@@ -1,0 +1,329 @@
+"""Plan execution: deterministic, usable without any LLM.
+
+Atoms run in topological layers (ordered by id within a layer); in the async path the atoms of a layer run
+concurrently. References resolve from the results so far. Every atom's inputs, result, attempts and duration
+are recorded. On failure execution stops at the failing atom with :class:`AtomExecutionError` (naming the atom,
+the tool, the resolved inputs and the cause); completed atoms whose tool declares a compensating tool are
+compensated in reverse order; nothing computed is lost: the partial record is on the error.
+
+Sync and async share :class:`_Run` (layers, resolution, recording, compensation); only the calls differ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from llamabot.errors import LlamabotError, ToolArgumentsError
+from llamabot.reasoning.aot.plan import Atom, Plan, resolve
+from llamabot.tools.tool import Tool
+
+AtomStatus = Literal["ok", "failed", "compensated", "not_run"]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often a failing atom is tried again (``retries`` extra attempts, ``backoff_s`` apart).
+    An atom's own ``retries`` field overrides ``retries``."""
+
+    retries: int = 0
+    backoff_s: float = 0.0
+
+
+@dataclass(slots=True)
+class AtomRecord:
+    """What happened to one atom."""
+
+    id: int
+    kind: str
+    name: str
+    status: AtomStatus = "not_run"
+    inputs: Any = None
+    result: Any = None
+    error: str | None = None
+    attempts: int = 0
+    duration_s: float = 0.0
+    compensation: str | None = None  # outcome of the compensating tool, when one ran
+
+
+@dataclass(slots=True)
+class ExecutionRecord:
+    """The execution of a plan: per-atom records, the layers, the answer or the error."""
+
+    plan: Plan
+    layers: list[list[int]]
+    atoms: dict[int, AtomRecord]
+    status: Literal["ok", "failed"] = "ok"
+    answer: Any = None
+    error: str | None = None
+    failed_atom: int | None = None
+    duration_s: float = 0.0
+
+    @property
+    def results(self) -> dict[int, Any]:
+        return {i: r.result for i, r in self.atoms.items() if r.status in ("ok", "compensated")}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan.to_dict(),
+            "layers": self.layers,
+            "atoms": [_jsonable_record(r) for r in self.atoms.values()],
+            "status": self.status,
+            "answer": _jsonable(self.answer),
+            "error": self.error,
+            "failed_atom": self.failed_atom,
+            "duration_s": self.duration_s,
+        }
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        text = json.dumps(self.to_dict(), indent=2)
+        if path is not None:
+            Path(path).write_text(text)
+        return text
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ExecutionRecord:
+        atoms = {a["id"]: AtomRecord(**a) for a in data["atoms"]}
+        return cls(
+            Plan.load(data["plan"]), data["layers"], atoms, data["status"], data.get("answer"), data.get("error"),
+            data.get("failed_atom"), data.get("duration_s", 0.0),
+        )
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _jsonable_record(record: AtomRecord) -> dict[str, Any]:
+    return {
+        "id": record.id, "kind": record.kind, "name": record.name, "status": record.status,
+        "inputs": _jsonable(record.inputs), "result": _jsonable(record.result), "error": record.error,
+        "attempts": record.attempts, "duration_s": record.duration_s, "compensation": record.compensation,
+    }
+
+
+class AtomExecutionError(LlamabotError, RuntimeError):
+    """An atom failed. ``record`` holds everything computed before (and the compensations run)."""
+
+    def __init__(self, atom: Atom, inputs: Any, cause: str, record: ExecutionRecord):
+        self.atom, self.inputs, self.cause, self.record = atom, inputs, cause, record
+        super().__init__(f"atom {atom.id} ({atom.kind} {atom.name!r}) failed with inputs {inputs!r}: {cause}")
+
+
+def execution_layers(plan: Plan) -> list[list[Atom]]:
+    """Topological layers of a (validated) plan: each atom comes after every atom it depends on."""
+    remaining = {a.id: a for a in plan.atoms}
+    done: set[int] = set()
+    layers: list[list[Atom]] = []
+    while remaining:
+        ready = sorted((a for a in remaining.values() if all(d in done for d in a.depends_on)), key=lambda a: a.id)
+        if not ready:
+            raise ValueError(f"the plan has a dependency cycle among atoms {sorted(remaining)}; validate it first")
+        layers.append(ready)
+        for atom in ready:
+            done.add(atom.id)
+            del remaining[atom.id]
+    return layers
+
+
+def final_answer(atom: Atom, results: dict[int, Any]) -> Any:
+    """What the final atom reports: its resolved input (one value when it has one key), else its
+    dependencies' results (one value, or ``{id: result}`` for several: never just the first)."""
+    if atom.input:
+        resolved = resolve(atom.input, results)
+        return next(iter(resolved.values())) if len(resolved) == 1 else resolved
+    if len(atom.depends_on) == 1:
+        return results[atom.depends_on[0]]
+    return {dep: results[dep] for dep in atom.depends_on}
+
+
+@dataclass
+class _Run:
+    """The state of one execution, shared by the sync and async drivers."""
+
+    plan: Plan
+    tools: dict[str, Tool]
+    decisions: dict[str, Tool]
+    retry: RetryPolicy
+    compensations: dict[str, Tool]
+    started: float = field(default_factory=time.perf_counter)
+
+    def __post_init__(self) -> None:
+        self.layer_atoms = execution_layers(self.plan)
+        self.record = ExecutionRecord(
+            self.plan, [[a.id for a in layer] for layer in self.layer_atoms],
+            {a.id: AtomRecord(a.id, a.kind, a.name) for a in self.plan.atoms},
+        )
+        self.completed: list[int] = []
+
+    def tool_for(self, atom: Atom) -> Tool:
+        return (self.tools if atom.kind == "tool" else self.decisions)[atom.name]
+
+    def attempts_for(self, atom: Atom) -> int:
+        return 1 + (atom.retries if atom.retries is not None else self.retry.retries)
+
+    def prepare(self, atom: Atom) -> tuple[Tool, Any, dict[str, Any] | None, str | None]:
+        """(tool, resolved inputs, validated kwargs or None, error)."""
+        tool = self.tool_for(atom)
+        try:
+            inputs = resolve(atom.input, self.record.results)
+        except KeyError as exc:
+            return tool, atom.input, None, f"input refers to atom {exc.args[0]}, which has no result"
+        try:
+            return tool, inputs, tool.validate(inputs), None
+        except ToolArgumentsError as exc:
+            return tool, inputs, None, "; ".join(exc.errors)
+
+    def succeed(self, atom: Atom, inputs: Any, value: Any, attempts: int, started: float) -> None:
+        record = self.record.atoms[atom.id]
+        record.status, record.inputs, record.result, record.attempts = "ok", inputs, value, attempts
+        record.duration_s = time.perf_counter() - started
+        self.completed.append(atom.id)
+
+    def fail(self, atom: Atom, inputs: Any, cause: str, attempts: int, started: float) -> None:
+        record = self.record.atoms[atom.id]
+        record.status, record.inputs, record.error, record.attempts = "failed", inputs, cause, attempts
+        record.duration_s = time.perf_counter() - started
+        if self.record.failed_atom is None or atom.id < self.record.failed_atom:  # deterministic under gather
+            self.record.failed_atom = atom.id
+            self.record.status, self.record.error = "failed", f"atom {atom.id} ({atom.name}): {cause}"
+
+    def compensation_calls(self) -> list[tuple[AtomRecord, Tool, dict[str, Any]]]:
+        """Completed atoms with a compensating tool, newest first, with that tool's arguments: it receives
+        the atom's inputs and its ``result`` (for the parameters it declares)."""
+        calls = []
+        for atom_id in reversed(self.completed):
+            record = self.record.atoms[atom_id]
+            compensator = self.compensations.get(record.name)
+            if compensator is not None:
+                available = {**(record.inputs or {}), "result": record.result}
+                wanted = compensator.arguments.model_fields
+                calls.append((record, compensator, {k: v for k, v in available.items() if k in wanted}))
+        return calls
+
+    def compensated(self, record: AtomRecord, compensator: Tool, error: str | None) -> None:
+        record.status = "compensated"
+        record.compensation = f"{compensator.name}: " + ("ok" if error is None else f"failed: {error}")
+
+    def finish(self) -> ExecutionRecord:
+        self.record.duration_s = time.perf_counter() - self.started
+        if self.record.status == "ok":
+            final = self.plan.final
+            if final is not None:
+                self.record.answer = final_answer(final, self.record.results)
+                self.record.atoms[final.id].status = "ok"
+                self.record.atoms[final.id].result = self.record.answer
+        return self.record
+
+    def error(self) -> AtomExecutionError:
+        atom = self.plan.atom(self.record.failed_atom)  # type: ignore[arg-type]
+        record = self.record.atoms[atom.id]
+        return AtomExecutionError(atom, record.inputs, record.error or "failed", self.record)
+
+
+def execute_plan(
+    plan: Plan,
+    tools: dict[str, Tool],
+    decisions: dict[str, Tool] | None = None,
+    *,
+    retry: RetryPolicy = RetryPolicy(),
+    compensations: dict[str, Tool] | None = None,
+) -> ExecutionRecord:
+    """Run a validated plan synchronously, layer by layer. Raises :class:`AtomExecutionError` on failure."""
+    run = _Run(plan, tools, decisions or {}, retry, compensations or {})
+    for layer in run.layer_atoms:
+        for atom in layer:
+            if atom.kind == "final":
+                continue
+            if not _run_atom_sync(run, atom):
+                for record, compensator, kwargs in run.compensation_calls():
+                    run.compensated(record, compensator, _call_sync(compensator, kwargs)[1])
+                run.finish()
+                raise run.error()
+    return run.finish()
+
+
+def _call_sync(tool: Tool, kwargs: dict[str, Any]) -> tuple[Any, str | None]:
+    try:
+        value = tool.func(**kwargs)
+        if inspect.isawaitable(value):
+            getattr(value, "close", lambda: None)()
+            return None, f"tool {tool.name!r} is async; use aexecute_plan"
+        return value, None
+    except Exception as exc:  # noqa: BLE001 - recorded on the atom
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def _run_atom_sync(run: _Run, atom: Atom) -> bool:
+    started = time.perf_counter()
+    tool, inputs, kwargs, error = run.prepare(atom)
+    attempts = 0
+    if kwargs is not None:
+        for attempts in range(1, run.attempts_for(atom) + 1):
+            value, error = _call_sync(tool, kwargs)
+            if error is None:
+                run.succeed(atom, inputs, value, attempts, started)
+                return True
+            if attempts < run.attempts_for(atom) and run.retry.backoff_s:
+                time.sleep(run.retry.backoff_s)
+    run.fail(atom, inputs, error or "failed", attempts, started)
+    return False
+
+
+async def aexecute_plan(
+    plan: Plan,
+    tools: dict[str, Tool],
+    decisions: dict[str, Tool] | None = None,
+    *,
+    retry: RetryPolicy = RetryPolicy(),
+    compensations: dict[str, Tool] | None = None,
+    sync_tools_in_threads: bool = True,
+) -> ExecutionRecord:
+    """Async twin of :func:`execute_plan`: the atoms of a layer run concurrently. Sync tools run in worker
+    threads (``sync_tools_in_threads``) so that blocking tools overlap too."""
+    run = _Run(plan, tools, decisions or {}, retry, compensations or {})
+    for layer in run.layer_atoms:
+        atoms = [a for a in layer if a.kind != "final"]
+        outcomes = await asyncio.gather(*(_run_atom_async(run, a, sync_tools_in_threads) for a in atoms))
+        if not all(outcomes):
+            for record, compensator, kwargs in run.compensation_calls():
+                run.compensated(record, compensator, (await _call_async(compensator, kwargs, False))[1])
+            run.finish()
+            raise run.error()
+    return run.finish()
+
+
+async def _call_async(tool: Tool, kwargs: dict[str, Any], threaded: bool) -> tuple[Any, str | None]:
+    try:
+        if tool.is_async:
+            return await tool.func(**kwargs), None
+        if threaded:
+            return await asyncio.to_thread(tool.func, **kwargs), None
+        return tool.func(**kwargs), None
+    except Exception as exc:  # noqa: BLE001 - recorded on the atom
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+async def _run_atom_async(run: _Run, atom: Atom, threaded: bool) -> bool:
+    started = time.perf_counter()
+    tool, inputs, kwargs, error = run.prepare(atom)
+    attempts = 0
+    if kwargs is not None:
+        for attempts in range(1, run.attempts_for(atom) + 1):
+            value, error = await _call_async(tool, kwargs, threaded)
+            if error is None:
+                run.succeed(atom, inputs, value, attempts, started)
+                return True
+            if attempts < run.attempts_for(atom) and run.retry.backoff_s:
+                await asyncio.sleep(run.retry.backoff_s)
+    run.fail(atom, inputs, error or "failed", attempts, started)
+    return False

@@ -1,0 +1,237 @@
+"""AoTBot: plan -> validate -> execute, as a PocketFlow graph built from the same node kind as the agent.
+
+    PlanNode -("valid")-> ExecuteNode              ExecuteNode ends the run with the answer
+    PlanNode -("invalid")-> PlanNode               re-plan with the validation errors (bounded)
+
+The plan comes from the model as JSON constrained by a schema generated from the tools (a grammar on the
+embedded model); validation and execution are pure and deterministic. Nodes keep no per-run state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from llamabot.bot.exchange import Exchange, arun_exchange, run_exchange
+from llamabot.components.pocketflow.flow import AsyncFlow, DualNode, Flow
+from llamabot.components.pocketflow.visualization import MermaidDiagram
+from llamabot.messages import Message, assistant, system, user
+from llamabot.models.reply import ModelRequest, Usage
+from llamabot.models.seam import ChatModel, get_model
+from llamabot.reasoning.aot.execute import ExecutionRecord, RetryPolicy, aexecute_plan, execute_plan
+from llamabot.reasoning.aot.plan import Plan
+from llamabot.reasoning.aot.prompts import REPLAN_MESSAGE, planner_prompt
+from llamabot.reasoning.aot.schema import plan_response_format
+from llamabot.reasoning.aot.validate import PlanIssue, PlanValidationError, validate_plan
+from llamabot.reasoning.aot.visualization import plan_to_mermaid
+from llamabot.tools.tool import Tool, as_tool
+from llamabot.tracing import Trace, run
+
+
+@dataclass(slots=True)
+class AoTResult:
+    """What an AoT run produced: the answer, the (validated) plan, the execution record and the trace."""
+
+    answer: Any
+    plan: Plan
+    record: ExecutionRecord
+    trace: Trace
+    replans: int = 0
+    plan_errors: list[list[str]] = field(default_factory=list)  # the errors of each rejected plan
+    notes: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "answer": self.record.to_dict()["answer"],
+            "plan": self.plan.to_dict(),
+            "record": self.record.to_dict(),
+            "replans": self.replans,
+            "plan_errors": self.plan_errors,
+            "notes": self.notes,
+            "trace_id": self.trace.trace_id,
+        }
+
+    def to_mermaid(self) -> MermaidDiagram:
+        return MermaidDiagram(plan_to_mermaid(self.plan, self.record))
+
+
+def _tools_by_name(items: Iterable[Any]) -> dict[str, Tool]:
+    return {t.name: t for t in (as_tool(i) for i in items)}
+
+
+@dataclass(slots=True)
+class PlanInput:
+    messages: list[Message]
+
+
+class PlanNode(DualNode):
+    """Ask the model for a plan (schema-constrained JSON), parse and validate it."""
+
+    name = "plan"
+
+    def __init__(self, model: ChatModel, tools: dict[str, Tool], decisions: dict[str, Tool], *, max_replans: int,
+                 completion_kwargs: dict[str, Any]):
+        super().__init__()
+        self.model, self.tools, self.decisions = model, tools, decisions
+        self.max_replans = max_replans
+        self.system = system(planner_prompt(tools, decisions))
+        self.response_format = plan_response_format(tools, decisions)
+        self.completion_kwargs = completion_kwargs
+
+    def prep(self, shared: dict[str, Any]) -> PlanInput:
+        return PlanInput([self.system, *shared["memory"]])
+
+    def _exchange(self, inp: PlanInput) -> Exchange[tuple[str | None, Plan | None, list[str], list[PlanIssue]]]:
+        reply = yield ModelRequest(self.model.name, inp.messages, response_format=self.response_format,
+                                   params=self.completion_kwargs)
+        raw = reply.content
+        try:
+            plan = Plan.model_validate_json(raw or "")
+        except ValidationError as exc:
+            problems = [f"{'.'.join(str(p) for p in e['loc']) or 'plan'}: {e['msg']}" for e in exc.errors(include_url=False)]
+            return raw, None, [], [PlanIssue(None, "malformed", "; ".join(problems[:5]))]
+        try:
+            plan, notes = validate_plan(plan, self.tools, self.decisions)
+        except PlanValidationError as exc:
+            return raw, plan, [], exc.errors
+        return raw, plan, notes, []
+
+    def exec(self, inp: PlanInput) -> Any:
+        return run_exchange(self._exchange(inp), self.model)
+
+    async def exec_async(self, inp: PlanInput) -> Any:
+        return await arun_exchange(self._exchange(inp), self.model)
+
+    def post(self, shared: dict[str, Any], inp: PlanInput, outcome: Any) -> str:
+        raw, plan, notes, issues = outcome
+        if not issues:
+            shared["plan"], shared["notes"] = plan, notes
+            return "valid"
+        errors = [str(i) for i in issues]
+        shared["plan_errors"].append(errors)
+        if len(shared["plan_errors"]) > self.max_replans:
+            raise PlanValidationError(plan, issues, raw)
+        shared["memory"] += [assistant(raw or ""), user(REPLAN_MESSAGE.format(errors="\n".join(f"- {e}" for e in errors)))]
+        return "invalid"
+
+
+class ExecuteNode(DualNode):
+    """Run the validated plan: layers in order, atoms of a layer concurrently on the async path."""
+
+    name = "execute"
+
+    def __init__(self, tools: dict[str, Tool], decisions: dict[str, Tool], *, retry: RetryPolicy,
+                 compensations: dict[str, Tool]):
+        super().__init__()
+        self.tools, self.decisions, self.retry, self.compensations = tools, decisions, retry, compensations
+
+    def prep(self, shared: dict[str, Any]) -> Plan:
+        return shared["plan"]
+
+    def exec(self, plan: Plan) -> ExecutionRecord:
+        return execute_plan(plan, self.tools, self.decisions, retry=self.retry, compensations=self.compensations)
+
+    async def exec_async(self, plan: Plan) -> ExecutionRecord:
+        return await aexecute_plan(plan, self.tools, self.decisions, retry=self.retry, compensations=self.compensations)
+
+    def post(self, shared: dict[str, Any], plan: Plan, record: ExecutionRecord) -> None:
+        shared["record"] = record
+        return None
+
+
+class AoTBot:
+    """Atom of Thought: the model writes a plan of tool calls with explicit dependencies; a program validates
+    and executes it. ``bot(question)`` returns an :class:`AoTResult`.
+
+    ``tools``: ``@tool`` functions for ``kind: tool`` atoms (default: the calculator). ``decisions``: tools for
+    ``kind: decision`` atoms. ``max_replans``: re-plans after validation errors (then
+    :class:`PlanValidationError`). ``retry``: the default retry policy of atoms. ``compensations``: tool name ->
+    compensating ``@tool`` run (newest first) for completed atoms when a later atom fails. Execution failures
+    raise :class:`AtomExecutionError` with the partial record.
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[Any] | None = None,
+        model_name: str | ChatModel | None = None,
+        *,
+        decisions: Iterable[Any] = (),
+        max_replans: int = 2,
+        retry: RetryPolicy = RetryPolicy(),
+        compensations: dict[str, Any] | None = None,
+        **completion_kwargs: Any,
+    ):
+        if tools is None:
+            from llamabot.toolkits.calculator import CALCULATOR_TOOLS
+
+            tools = CALCULATOR_TOOLS
+        self.tools = _tools_by_name(tools)
+        self.decisions = _tools_by_name(decisions)
+        self.compensations = {name: as_tool(t) for name, t in (compensations or {}).items()}
+        unknown = set(self.compensations) - set(self.tools) - set(self.decisions)
+        if unknown:
+            raise ValueError(f"compensations name tools that are not registered: {sorted(unknown)}")
+        self.model = get_model(model_name)
+        self.plan_node = PlanNode(self.model, self.tools, self.decisions, max_replans=max_replans,
+                                  completion_kwargs=completion_kwargs)
+        self.execute_node = ExecuteNode(self.tools, self.decisions, retry=retry, compensations=self.compensations)
+        self.plan_node - "valid" >> self.execute_node
+        self.plan_node - "invalid" >> self.plan_node
+        self.flow = Flow(start=self.plan_node)
+        self.async_flow = AsyncFlow(start=self.plan_node)
+        self.last_trace: Trace | None = None
+
+    def _shared(self, question: str) -> dict[str, Any]:
+        return {"memory": [user(question)], "plan": None, "record": None, "plan_errors": [], "notes": []}
+
+    def _result(self, shared: dict[str, Any], trace: Trace) -> AoTResult:
+        usage = Usage()
+        for s in trace.of_kind("model_call"):
+            if "reply" in s.attributes:
+                usage = usage + s.attributes["reply"].usage
+        record: ExecutionRecord = shared["record"]
+        return AoTResult(record.answer, shared["plan"], record, trace, len(shared["plan_errors"]),
+                         shared["plan_errors"], shared["notes"], usage)
+
+    def __call__(self, question: str) -> AoTResult:
+        shared = self._shared(question)
+        with run(type(self).__name__, question=question) as trace:
+            self.last_trace = trace
+            self.flow.run(shared)
+        return self._result(shared, trace)
+
+    def to_mermaid(self) -> MermaidDiagram:
+        from llamabot.components.pocketflow.visualization import to_mermaid
+
+        return MermaidDiagram(to_mermaid(self.flow))
+
+
+class AsyncAoTBot(AoTBot):
+    """Async twin: ``await bot.arun(question)``; the atoms of a layer run concurrently."""
+
+    async def arun(self, question: str) -> AoTResult:
+        shared = self._shared(question)
+        with run(type(self).__name__, question=question) as trace:
+            self.last_trace = trace
+            await self.async_flow.run_async(shared)
+        return self._result(shared, trace)
+
+
+def replay_plan(plan: Plan | dict[str, Any] | str, tools: Iterable[Any] | None = None, decisions: Iterable[Any] = (),
+                **kwargs: Any) -> ExecutionRecord:
+    """Validate and execute a saved plan again, without any model (``llamabot aot --replay``)."""
+    if tools is None:
+        from llamabot.toolkits.calculator import CALCULATOR_TOOLS
+
+        tools = CALCULATOR_TOOLS
+    registry, decision_registry = _tools_by_name(tools), _tools_by_name(decisions)
+    plan = plan if isinstance(plan, Plan) else Plan.load(plan if isinstance(plan, dict) else str(plan))
+    validated, _ = validate_plan(plan, registry, decision_registry)
+    return execute_plan(validated, registry, decision_registry, **kwargs)
+
+
+__all__ = ["AoTBot", "AoTResult", "AsyncAoTBot", "ExecuteNode", "PlanNode", "replay_plan"]

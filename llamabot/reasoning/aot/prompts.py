@@ -1,0 +1,69 @@
+"""Prompts of the Atom of Thought planner. The reference convention and one worked example matter more than
+the model (facts.md): with a one-sentence prompt every model wrote literal numbers instead of references."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from llamabot.tools.tool import Tool
+
+PLANNER_PROMPT = """You are a planner. You never compute anything yourself: you write a plan of atoms that a \
+program executes exactly.
+
+Each atom is one step: {{"id": <int>, "kind": "tool" | "decision" | "final", "name": <tool>, "input": {{...}}, \
+"dependsOn": [<ids>]}}.
+- A "tool" atom calls one tool with its inputs. A "decision" atom combines results of earlier atoms.
+- To use the result of an earlier atom, write the string "<result_of_N>" (N is that atom's id) as the input \
+value, and list N in "dependsOn". Never write a number that you computed in your head: only numbers that \
+appear in the question may be written literally.
+- The plan ends with exactly one atom {{"kind": "final", "name": "report", "dependsOn": [<id of the answer>]}}.
+
+Tools:
+{tools}
+{decisions}
+Example. Question: What is (15 + 7) * 3 - 10?
+Plan: {example}
+"""
+
+EXAMPLE_PLAN: dict[str, Any] = {
+    "atoms": [
+        {"id": 1, "kind": "tool", "name": "add", "input": {"a": 15, "b": 7}, "dependsOn": []},
+        {"id": 2, "kind": "tool", "name": "multiply", "input": {"a": "<result_of_1>", "b": 3}, "dependsOn": [1]},
+        {"id": 3, "kind": "tool", "name": "subtract", "input": {"a": "<result_of_2>", "b": 10}, "dependsOn": [2]},
+        {"id": 4, "kind": "final", "name": "report", "dependsOn": [3]},
+    ]
+}
+
+REPLAN_MESSAGE = """That plan is invalid:
+{errors}
+Write the whole plan again, fixing every problem."""
+
+
+def describe_tool(tool: Tool) -> str:
+    """One line per tool: ``- name(param: type, ...): description``."""
+    properties = tool.parameters.get("properties", {})
+    params = ", ".join(f"{name}: {_type_name(schema)}" for name, schema in properties.items())
+    summary = tool.description.splitlines()[0] if tool.description else tool.name
+    return f"- {tool.name}({params}): {summary}"
+
+
+def _type_name(schema: dict[str, Any]) -> str:
+    if "enum" in schema:
+        return " | ".join(json.dumps(v) for v in schema["enum"])
+    if schema.get("type") == "array":
+        return f"list of {_type_name(schema.get('items', {}))}"
+    if "anyOf" in schema:
+        return " | ".join(_type_name(s) for s in schema["anyOf"])
+    return str(schema.get("type", "value"))
+
+
+def planner_prompt(tools: dict[str, Tool], decisions: dict[str, Tool]) -> str:
+    decision_lines = ""
+    if decisions:
+        decision_lines = "\nDecisions (kind \"decision\"):\n" + "\n".join(describe_tool(t) for t in decisions.values()) + "\n"
+    return PLANNER_PROMPT.format(
+        tools="\n".join(describe_tool(t) for t in tools.values()),
+        decisions=decision_lines,
+        example=json.dumps(EXAMPLE_PLAN),
+    )

@@ -1,0 +1,79 @@
+"""The JSON schema of a plan, generated from the registered tools. Pure.
+
+``name`` is constrained to the tool (or decision) names; each atom's ``input`` follows that tool's argument
+schema, where every value may also be a ``"<result_of_N>"`` reference. The embedded model generates plans
+under a grammar compiled from this schema (so a plan always parses); remote models get it as
+``response_format``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llamabot.tools.tool import Tool
+
+REFERENCE_SCHEMA: dict[str, Any] = {"type": "string", "pattern": "^<result_of_[0-9]+>$"}
+FINAL_NAME = "report"
+
+
+def _with_references(schema: dict[str, Any]) -> dict[str, Any]:
+    """A parameter schema in which a value (or a list element) may be a reference instead."""
+    schema = {k: v for k, v in schema.items() if k not in ("description", "default", "title")}
+    if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
+        schema = {**schema, "items": _with_references(schema["items"])}
+    return {"anyOf": [schema, REFERENCE_SCHEMA]}
+
+
+def _atom_variant(kind: str, tool: Tool) -> dict[str, Any]:
+    parameters = tool.parameters
+    properties = {name: _with_references(sub) for name, sub in parameters.get("properties", {}).items()}
+    return {
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer"},
+            "kind": {"const": kind},
+            "name": {"const": tool.name},
+            "input": {
+                "type": "object",
+                "properties": properties,
+                "required": list(parameters.get("required", [])),
+                "additionalProperties": False,
+            },
+            "dependsOn": {"type": "array", "items": {"type": "integer"}},
+        },
+        "required": ["id", "kind", "name", "input", "dependsOn"],
+        "additionalProperties": False,
+    }
+
+
+FINAL_VARIANT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "kind": {"const": "final"},
+        "name": {"const": FINAL_NAME},
+        "dependsOn": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
+    },
+    "required": ["id", "kind", "name", "dependsOn"],
+    "additionalProperties": False,
+}
+
+
+def plan_schema(tools: dict[str, Tool], decisions: dict[str, Tool] | None = None, max_atoms: int = 16) -> dict[str, Any]:
+    """The JSON schema of a plan over these tools and decisions."""
+    variants = [_atom_variant("tool", t) for t in tools.values()]
+    variants += [_atom_variant("decision", t) for t in (decisions or {}).values()]
+    variants.append(FINAL_VARIANT)
+    return {
+        "type": "object",
+        "properties": {
+            "atoms": {"type": "array", "items": {"anyOf": variants}, "minItems": 1, "maxItems": max_atoms},
+        },
+        "required": ["atoms"],
+        "additionalProperties": False,
+    }
+
+
+def plan_response_format(tools: dict[str, Tool], decisions: dict[str, Tool] | None = None) -> dict[str, Any]:
+    """``response_format`` asking for a plan (enforced by grammar on the embedded model)."""
+    return {"type": "json_schema", "json_schema": {"name": "Plan", "schema": plan_schema(tools, decisions)}}

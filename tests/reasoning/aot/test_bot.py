@@ -1,0 +1,161 @@
+"""AoTBot with the scripted model: the plan prompt and schema, re-planning, errors, async twin, CLI, eval."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from llamabot.cli import app
+from llamabot.components.pocketflow.flow import DualNode
+from llamabot.models.scripted import ScriptedModel, json_reply, text
+from llamabot.models.scripted_provider import register_scripted_provider
+from llamabot.reasoning.aot import AoTBot, AsyncAoTBot, AtomExecutionError, PlanValidationError
+from llamabot.reasoning.aot.evaluate import evaluate, is_correct, load_problems, parse_number
+from llamabot.reasoning.aot.prompts import EXAMPLE_PLAN
+
+GOOD = EXAMPLE_PLAN
+BAD = {"atoms": [{"id": 1, "kind": "tool", "name": "sqrt", "input": {"x": 4}, "dependsOn": []}]}
+DIVIDE_BY_ZERO = {"atoms": [
+    {"id": 1, "kind": "tool", "name": "divide", "input": {"a": 1, "b": 0}, "dependsOn": []},
+    {"id": 2, "kind": "final", "name": "report", "dependsOn": [1]},
+]}
+
+
+def test_aot_bot_010_the_graph_is_plan_then_execute_built_from_the_agents_node_kind():
+    bot = AoTBot(model_name=ScriptedModel())
+    assert isinstance(bot.plan_node, DualNode) and isinstance(bot.execute_node, DualNode)
+    assert bot.plan_node.successors == {"valid": bot.execute_node, "invalid": bot.plan_node}
+    assert '-->|"invalid"|' in str(bot.to_mermaid())
+
+
+def test_aot_bot_020_the_plan_prompt_explains_references_with_an_example_and_asks_for_the_schema():
+    model = ScriptedModel([json_reply(GOOD)])
+    result = AoTBot(model_name=model)("What is (15 + 7) * 3 - 10?")
+    assert result.answer == 56 and result.replans == 0
+    request = model.requests[0]
+    prompt = request.messages[0]["content"]
+    assert "<result_of_N>" in prompt and "Example." in prompt and "- multiply(a: number, b: number)" in prompt
+    schema = request.response_format["json_schema"]["schema"]
+    variants = schema["properties"]["atoms"]["items"]["anyOf"]
+    assert {v["properties"]["name"]["const"] for v in variants} == {"add", "subtract", "multiply", "divide", "power", "report"}
+    add_input = next(v for v in variants if v["properties"]["name"]["const"] == "add")["properties"]["input"]
+    assert add_input["properties"]["a"]["anyOf"][1]["pattern"] == "^<result_of_[0-9]+>$"
+    assert result.record.atoms[3].result == 56 and result.trace.of_kind("model_call")
+
+
+def test_aot_bot_030_an_invalid_plan_is_sent_back_with_its_errors_and_replanned():
+    model = ScriptedModel([json_reply(BAD), text("{not json"), json_reply(GOOD)])
+    result = AoTBot(model_name=model)("q")
+    assert result.answer == 56 and result.replans == 2
+    assert "unknown tool 'sqrt'" in result.plan_errors[0][0]
+    assert result.plan_errors[1][0].startswith("plan: ") and "Invalid JSON" in result.plan_errors[1][0]
+    feedback = model.requests[1].messages[-1]["content"]
+    assert feedback.startswith("That plan is invalid") and "sqrt" in feedback
+
+
+def test_aot_bot_040_after_bounded_replans_a_typed_error_holds_the_plan_and_errors():
+    model = ScriptedModel([json_reply(BAD)] * 3)
+    with pytest.raises(PlanValidationError) as info:
+        AoTBot(model_name=model, max_replans=2)("q")
+    assert info.value.plan.atoms[0].name == "sqrt" and len(model.requests) == 3
+    assert any(e.code == "unknown_tool" and e.atom == 1 for e in info.value.errors)
+
+
+def test_aot_bot_050_execution_failures_raise_with_the_partial_record():
+    with pytest.raises(AtomExecutionError) as info:
+        AoTBot(model_name=ScriptedModel([json_reply(DIVIDE_BY_ZERO)]))("1/0")
+    assert info.value.atom.id == 1 and info.value.record.failed_atom == 1
+
+
+async def test_aot_bot_060_async_twin():
+    result = await AsyncAoTBot(model_name=ScriptedModel([json_reply(GOOD)])).arun("q")
+    assert result.answer == 56 and json.loads(json.dumps(result.to_dict(), default=str))["answer"] == 56
+
+
+def test_aot_cli_010_save_then_replay_round_trips(tmp_path):
+    name = register_scripted_provider(ScriptedModel([json_reply(GOOD)], name="aot-cli"), prefix="scripted-aot")
+    saved = tmp_path / "plan.json"
+    runner = CliRunner()
+    first = runner.invoke(app, ["aot", "What is (15 + 7) * 3 - 10?", "--model", name, "--save", str(saved)],
+                          env={"COLUMNS": "200"})
+    assert first.exit_code == 0, first.output
+    assert "answer: 56.0" in first.output and "subtract" in first.output
+    again = runner.invoke(app, ["aot", "--replay", str(saved)], env={"COLUMNS": "200"})
+    assert again.exit_code == 0 and "answer: 56.0" in again.output
+
+
+def test_aot_cli_020_replay_accepts_a_bare_seed_plan_and_fails_non_zero_naming_the_atom(tmp_path):
+    seed = tmp_path / "seed.json"
+    seed.write_text(json.dumps({"atoms": [
+        {"id": 1, "kind": "tool", "name": "add", "input": {"a": 15, "b": 7}},
+        {"id": 2, "kind": "tool", "name": "multiply", "input": {"a": "<result_of_1>", "b": 3}},
+        {"id": 3, "kind": "final", "name": "report", "dependsOn": [2]},
+    ]}))
+    runner = CliRunner()
+    assert "answer: 66.0" in runner.invoke(app, ["aot", "--replay", str(seed)]).output
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(BAD))
+    invalid = runner.invoke(app, ["aot", "--replay", str(bad)])
+    assert invalid.exit_code == 2 and "atom 1: unknown tool 'sqrt'" in invalid.output
+    failing = tmp_path / "fail.json"
+    failing.write_text(json.dumps(DIVIDE_BY_ZERO))
+    failed = runner.invoke(app, ["aot", "--replay", str(failing)])
+    assert failed.exit_code == 3 and "atom 1 (tool 'divide')" in failed.output
+
+
+def test_aot_eval_010_answers_are_scored_with_a_numeric_tolerance():
+    assert parse_number("The answer is 1,234.5 apples") == 1234.5 and parse_number(42) == 42.0
+    assert parse_number("no number") is None and parse_number(True) is None
+    assert is_correct(39.00001, 39.0) and not is_correct(38.9, 39.0) and not is_correct(None, 1.0)
+
+
+def test_aot_eval_020_datasets_load(tmp_path):
+    multi = tmp_path / "m.json"
+    multi.write_text(json.dumps([{"iIndex": 7, "sQuestion": " Q? ", "lSolutions": [3.0]}]))
+    svamp = tmp_path / "s.json"
+    svamp.write_text(json.dumps([{"ID": "x", "Body": "B.", "Question": "Q?", "Answer": 2}]))
+    arith = tmp_path / "a.csv"
+    arith.write_text("idx,expression,answer\n0,1+2,3\n")
+    assert load_problems("multiarith", multi)[0].question == "Q?"
+    assert load_problems("svamp", svamp)[0].question == "B. Q?"
+    assert load_problems("arith", arith)[0].answer == 3.0
+    with pytest.raises(ValueError, match="unknown dataset"):
+        load_problems("gsm8k", arith)
+
+
+def test_aot_eval_030_the_harness_compares_aot_with_direct_answers_on_the_same_model():
+    def responder(request):
+        if request.response_format:  # the planner
+            return json_reply(GOOD)
+        return text("I think it is 55.")  # the direct baseline, wrong
+
+    problems = load_problems("arith", _arith_file())
+    summaries = evaluate(problems, ScriptedModel(responder=responder))
+    assert summaries["aot"].accuracy == 1.0 and summaries["aot"].plan_validity_rate == 1.0
+    assert summaries["direct"].accuracy == 0.0 and summaries["direct"].attempts[0].predicted == 55.0
+    assert summaries["aot"].mean_tokens > 0
+
+
+def _arith_file():
+    import tempfile
+    from pathlib import Path
+
+    path = Path(tempfile.mkdtemp()) / "a.csv"
+    path.write_text("idx,expression,answer\n0,(15 + 7) * 3 - 10,56\n1,(15 + 7) * 3 - 10,56\n")
+    return path
+
+
+def test_aot_eval_040_eval_command_writes_a_report(tmp_path):
+    def responder(request):
+        return json_reply(GOOD) if request.response_format else text("56")
+
+    name = register_scripted_provider(ScriptedModel(responder=responder, name="aot-eval"), prefix="scripted-aot-eval")
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(app, ["eval", "aot", str(_arith_file()), "--dataset", "arith", "--model", name,
+                                      "--out", str(out)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["methods"]["aot"]["accuracy"] == 1.0 and report["methods"]["direct"]["accuracy"] == 1.0
+    assert "100.0% (2/2)" in result.output

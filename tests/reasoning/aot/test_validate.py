@@ -1,0 +1,105 @@
+"""Plan validation, without any model: every rule, every error reported, each naming its atom."""
+
+from __future__ import annotations
+
+import pytest
+
+from llamabot.reasoning.aot import Plan, PlanValidationError, validate_plan
+from llamabot.toolkits.calculator import CALCULATOR_TOOLS
+from llamabot.toolkits.decisions import DECISION_TOOLS
+
+TOOLS = {t.tool.name: t.tool for t in CALCULATOR_TOOLS}
+DECISIONS = {t.tool.name: t.tool for t in DECISION_TOOLS}
+
+
+def plan(*atoms: dict) -> Plan:
+    return Plan.model_validate({"atoms": list(atoms)})
+
+
+def tool(i, name, deps=(), **inputs):
+    return {"id": i, "kind": "tool", "name": name, "input": inputs, "dependsOn": list(deps)}
+
+
+def final(i, deps):
+    return {"id": i, "kind": "final", "name": "report", "dependsOn": list(deps)}
+
+
+def errors_of(p: Plan) -> list[tuple[int | None, str]]:
+    with pytest.raises(PlanValidationError) as info:
+        validate_plan(p, TOOLS, DECISIONS)
+    return [(e.atom, e.code) for e in info.value.errors]
+
+
+def test_aot_val_010_a_valid_plan_passes_unchanged_but_for_added_dependencies():
+    p = plan(tool(1, "add", a=15, b=7), tool(2, "multiply", a="<result_of_1>", b=3), final(3, [2]))
+    validated, notes = validate_plan(p, TOOLS, DECISIONS)
+    assert validated.atom(2).depends_on == [1]
+    assert notes == ["atom 2: added 1 to dependsOn (it uses <result_of_1>)"]
+
+
+def test_aot_val_020_duplicate_ids():
+    assert (1, "duplicate_id") in errors_of(plan(tool(1, "add", a=1, b=2), tool(1, "add", a=1, b=2), final(2, [1])))
+
+
+def test_aot_val_030_unknown_tools_and_decisions_with_a_hint_about_the_kind():
+    found = errors_of(plan(
+        tool(1, "sqrt", a=4), {"id": 2, "kind": "decision", "name": "vote", "input": {}, "dependsOn": []},
+        {"id": 3, "kind": "tool", "name": "average", "input": {"values": [1, 2]}, "dependsOn": []}, final(4, [1]),
+    ))
+    assert (1, "unknown_tool") in found and (2, "unknown_decision") in found and (3, "unknown_tool") in found
+    with pytest.raises(PlanValidationError, match="it is a decision: use kind 'decision'"):
+        validate_plan(plan({"id": 1, "kind": "tool", "name": "average", "input": {"values": [1]}}, final(2, [1])),
+                      TOOLS, DECISIONS)
+
+
+def test_aot_val_040_dependency_on_a_missing_atom():
+    assert (2, "missing_dependency") in errors_of(plan(tool(1, "add", a=1, b=2), tool(2, "add", [9], a=1, b=2), final(3, [2])))
+
+
+def test_aot_val_050_cycles_are_found_and_name_their_atoms():
+    with pytest.raises(PlanValidationError) as info:
+        validate_plan(plan(tool(1, "add", [2], a=1, b=2), tool(2, "add", [1], a=1, b=2), final(3, [2])), TOOLS)
+    cycle = [e for e in info.value.errors if e.code == "cycle"]
+    assert cycle and "[1, 2]" in cycle[0].message
+    assert (1, "cycle") in errors_of(plan(tool(1, "add", [1], a=1, b=2), final(2, [1])))  # a self-loop
+
+
+def test_aot_val_060_references_to_missing_or_later_atoms():
+    found = errors_of(plan(
+        tool(1, "add", a="<result_of_2>", b=1), tool(2, "add", a=1, b="<result_of_7>"),
+        tool(3, "add", a="<result_of_3>", b=1), final(4, [1, 2, 3]),
+    ))
+    assert (1, "forward_reference") in found and (2, "missing_reference") in found and (3, "forward_reference") in found
+
+
+def test_aot_val_070_inputs_must_match_the_tool_argument_schema():
+    found = errors_of(plan(
+        tool(1, "add", a="ten", b=1), tool(2, "add", a=1), tool(3, "add", a=1, b=2, c=3), final(4, [1, 2, 3]),
+    ))
+    assert (1, "bad_input") in found and (2, "missing_input") in found and (3, "unknown_input") in found
+    ok = plan(tool(1, "add", a=1, b=2), {"id": 2, "kind": "decision", "name": "average",
+                                          "input": {"values": ["<result_of_1>", 4]}}, final(3, [2]))
+    assert validate_plan(ok, TOOLS, DECISIONS)[0].atom(2).depends_on == [1]  # references inside lists count
+
+
+def test_aot_val_080_exactly_one_final_that_reports_something():
+    assert (None, "final_count") in errors_of(plan(tool(1, "add", a=1, b=2)))
+    assert (None, "final_count") in errors_of(plan(tool(1, "add", a=1, b=2), final(2, [1]), final(3, [1])))
+    assert (2, "empty_final") in errors_of(plan(tool(1, "add", a=1, b=2), final(2, [])))
+    assert (2, "final_not_last") in errors_of(plan(tool(1, "add", a=1, b=2), final(2, [1]), tool(3, "add", [2], a=1, b=2)))
+
+
+def test_aot_val_090_every_error_is_reported_at_once():
+    found = errors_of(plan(tool(1, "sqrt", a=1), tool(1, "add", [5], a="x", b=1)))
+    assert {code for _, code in found} >= {"unknown_tool", "duplicate_id", "missing_dependency", "bad_input", "final_count"}
+
+
+def test_aot_val_100_a_bare_seed_plan_without_depends_on_loads_and_validates():
+    seed = {"atoms": [
+        {"id": 1, "kind": "tool", "name": "add", "input": {"a": 15, "b": 7}},
+        {"id": 2, "kind": "tool", "name": "multiply", "input": {"a": "<result_of_1>", "b": 3}},
+        {"id": 3, "kind": "tool", "name": "subtract", "input": {"a": "<result_of_2>", "b": 10}},
+        {"id": 4, "kind": "final", "name": "report", "dependsOn": [3]},
+    ]}
+    validated, notes = validate_plan(Plan.load(seed), TOOLS)
+    assert [a.depends_on for a in validated.atoms] == [[], [1], [2], [3]] and len(notes) == 2
