@@ -12,9 +12,11 @@ Sync and async share :class:`_Run` (layers, resolution, recording, compensation)
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -291,35 +293,43 @@ async def aexecute_plan(
     """Async twin of :func:`execute_plan`: the atoms of a layer run concurrently. Sync tools run in worker
     threads (``sync_tools_in_threads``) so that blocking tools overlap too."""
     run = _Run(plan, tools, decisions or {}, retry, compensations or {})
-    for layer in run.layer_atoms:
-        atoms = [a for a in layer if a.kind != "final"]
-        outcomes = await asyncio.gather(*(_run_atom_async(run, a, sync_tools_in_threads) for a in atoms))
-        if not all(outcomes):
-            for record, compensator, kwargs in run.compensation_calls():
-                run.compensated(record, compensator, (await _call_async(compensator, kwargs, False))[1])
-            run.finish()
-            raise run.error()
+    width = max((len(layer) for layer in run.layer_atoms), default=1)
+    # A pool as wide as the widest layer, so that a layer of blocking tools overlaps completely (the
+    # default executor has only cores + 4 threads).
+    pool = ThreadPoolExecutor(max_workers=min(32, width), thread_name_prefix="aot") if sync_tools_in_threads else None
+    try:
+        for layer in run.layer_atoms:
+            atoms = [a for a in layer if a.kind != "final"]
+            outcomes = await asyncio.gather(*(_run_atom_async(run, a, pool) for a in atoms))
+            if not all(outcomes):
+                for record, compensator, kwargs in run.compensation_calls():
+                    run.compensated(record, compensator, (await _call_async(compensator, kwargs, None))[1])
+                run.finish()
+                raise run.error()
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=False)
     return run.finish()
 
 
-async def _call_async(tool: Tool, kwargs: dict[str, Any], threaded: bool) -> tuple[Any, str | None]:
+async def _call_async(tool: Tool, kwargs: dict[str, Any], pool: ThreadPoolExecutor | None) -> tuple[Any, str | None]:
     try:
         if tool.is_async:
             return await tool.func(**kwargs), None
-        if threaded:
-            return await asyncio.to_thread(tool.func, **kwargs), None
+        if pool is not None:
+            return await asyncio.get_running_loop().run_in_executor(pool, functools.partial(tool.func, **kwargs)), None
         return tool.func(**kwargs), None
     except Exception as exc:  # noqa: BLE001 - recorded on the atom
         return None, f"{type(exc).__name__}: {exc}"
 
 
-async def _run_atom_async(run: _Run, atom: Atom, threaded: bool) -> bool:
+async def _run_atom_async(run: _Run, atom: Atom, pool: ThreadPoolExecutor | None) -> bool:
     started = time.perf_counter()
     tool, inputs, kwargs, error = run.prepare(atom)
     attempts = 0
     if kwargs is not None:
         for attempts in range(1, run.attempts_for(atom) + 1):
-            value, error = await _call_async(tool, kwargs, threaded)
+            value, error = await _call_async(tool, kwargs, pool)
             if error is None:
                 run.succeed(atom, inputs, value, attempts, started)
                 return True
