@@ -24,6 +24,8 @@ def test_mdl_import_010_import_llamabot_does_not_import_litellm_or_llama_cpp():
         import sys
         import llamabot
         from llamabot import tool, SimpleBot, StructuredBot, ToolBot, AsyncToolBot, ScriptedModel, DEFAULT_TOOLS
+        from llamabot import AgentBot, AsyncAgentBot, to_mermaid
+        import llamabot.reasoning.aot
         import llamabot.cli
         print(sorted(m for m in ("litellm", "llama_cpp") if m in sys.modules))
         """

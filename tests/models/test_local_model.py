@@ -99,3 +99,10 @@ def test_mdl_local_130_streaming_and_usage(local_model_name):
     assert len(pieces) > 1 and "".join(pieces) == reply.content
     assert "1" in reply.content and "5" in reply.content
     assert reply.usage.prompt_tokens > 0 and 0 < reply.usage.completion_tokens <= 16
+
+
+def test_mdl_local_140_stop_sequences_and_temperature_are_honoured(local_model_name):
+    bot = SimpleBot("Answer with digits only.", model_name=local_model_name, stop=["3"], temperature=0.0, max_tokens=24)
+    first = bot("Count from 1 to 5, separated by commas.").content
+    assert "1" in first and "3" not in first and "5" not in first
+    assert bot("Count from 1 to 5, separated by commas.").content == first  # temperature 0 is deterministic
