@@ -36,13 +36,28 @@ def aot(
     save: Optional[Path] = typer.Option(None, "--save", help="Write the plan and its execution record as JSON."),  # noqa: UP045
     replay: Optional[Path] = typer.Option(None, "--replay", help="Validate and execute a saved plan; no model."),  # noqa: UP045
     max_replans: int = typer.Option(2, help="Re-plans after validation errors."),
+    tool_specs: list[str] = typer.Option([], "--tool", "-t", help="module:function tools (default: the calculator)."),
+    decision_specs: list[str] = typer.Option(
+        [], "--decision", "-d", help="module:function decision tools (e.g. llamabot.toolkits.decisions:DECISION_TOOLS)."
+    ),
 ) -> None:
-    """Atom of Thought: the model plans, a program validates and executes (calculator tools)."""
+    """Atom of Thought: the model plans, a program validates and executes (calculator tools by default)."""
+    from pydantic import ValidationError
+
+    from llamabot.cli import _load_tools
     from llamabot.reasoning.aot import AoTBot, AtomExecutionError, PlanValidationError, replay_plan
 
+    tools = _load_tools(tool_specs) if tool_specs else None
+    decisions = _load_tools(decision_specs)
     try:
         if replay is not None:
-            record = replay_plan(replay)
+            try:
+                record = replay_plan(replay, tools, decisions)
+            except (ValidationError, ValueError, OSError) as exc:
+                if isinstance(exc, PlanValidationError):
+                    raise
+                err_console.print(f"[red]not a plan:[/red] {replay}: {exc}")
+                raise typer.Exit(2) from exc
             console.print_json(record.plan.to_json())
             _print_record(record)
             if save is not None:
@@ -50,7 +65,7 @@ def aot(
         else:
             if not question:
                 raise typer.BadParameter("give a question, or --replay PLAN.json")
-            result = AoTBot(model_name=model, max_replans=max_replans)(question)
+            result = AoTBot(tools, model_name=model, decisions=decisions, max_replans=max_replans)(question)
             for errors in result.plan_errors:
                 err_console.print("[yellow]rejected plan:[/yellow] " + "; ".join(errors))
             console.print_json(result.plan.to_json())

@@ -41,12 +41,12 @@ def load_problems(dataset: str, path: str | Path) -> list[Problem]:
             Problem(str(r.get("ID", i)), f"{r['Body'].strip()} {r['Question'].strip()}", float(r["Answer"]))
             for i, r in enumerate(rows)
         ]
-    if dataset == "arith":
+    if dataset == "arith":  # idx,expression,answer, with or without a header row
         with path.open(newline="") as handle:
-            return [
-                Problem(row["idx"], f"What is {row['expression']}?", float(row["answer"]))
-                for row in csv.DictReader(handle)
-            ]
+            rows = [row for row in csv.reader(handle) if row]
+        if rows and rows[0][0].strip().lower() == "idx":
+            rows = rows[1:]
+        return [Problem(idx, f"What is {expression}?", float(answer)) for idx, expression, answer in rows]
     raise ValueError(f"unknown dataset {dataset!r}; use multiarith, svamp or arith")
 
 

@@ -49,6 +49,7 @@ class AtomRecord:
     result: Any = None
     error: str | None = None
     attempts: int = 0
+    started: float = 0.0  # time.perf_counter() when the atom started
     duration_s: float = 0.0
     compensation: str | None = None  # outcome of the compensating tool, when one ran
 
@@ -109,7 +110,8 @@ def _jsonable_record(record: AtomRecord) -> dict[str, Any]:
     return {
         "id": record.id, "kind": record.kind, "name": record.name, "status": record.status,
         "inputs": _jsonable(record.inputs), "result": _jsonable(record.result), "error": record.error,
-        "attempts": record.attempts, "duration_s": record.duration_s, "compensation": record.compensation,
+        "attempts": record.attempts, "started": record.started, "duration_s": record.duration_s,
+        "compensation": record.compensation,
     }
 
 
@@ -188,13 +190,13 @@ class _Run:
     def succeed(self, atom: Atom, inputs: Any, value: Any, attempts: int, started: float) -> None:
         record = self.record.atoms[atom.id]
         record.status, record.inputs, record.result, record.attempts = "ok", inputs, value, attempts
-        record.duration_s = time.perf_counter() - started
+        record.started, record.duration_s = started, time.perf_counter() - started
         self.completed.append(atom.id)
 
     def fail(self, atom: Atom, inputs: Any, cause: str, attempts: int, started: float) -> None:
         record = self.record.atoms[atom.id]
         record.status, record.inputs, record.error, record.attempts = "failed", inputs, cause, attempts
-        record.duration_s = time.perf_counter() - started
+        record.started, record.duration_s = started, time.perf_counter() - started
         if self.record.failed_atom is None or atom.id < self.record.failed_atom:  # deterministic under gather
             self.record.failed_atom = atom.id
             self.record.status, self.record.error = "failed", f"atom {atom.id} ({atom.name}): {cause}"
@@ -203,7 +205,8 @@ class _Run:
         """Completed atoms with a compensating tool, newest first, with that tool's arguments: it receives
         the atom's inputs and its ``result`` (for the parameters it declares)."""
         calls = []
-        for atom_id in reversed(self.completed):
+        order = {atom.id: i for i, atom in enumerate(a for layer in self.layer_atoms for a in layer)}
+        for atom_id in sorted(self.completed, key=order.__getitem__, reverse=True):  # deterministic under gather
             record = self.record.atoms[atom_id]
             compensator = self.compensations.get(record.name)
             if compensator is not None:

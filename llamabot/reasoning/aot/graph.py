@@ -21,14 +21,14 @@ from llamabot.components.pocketflow.visualization import MermaidDiagram
 from llamabot.messages import Message, assistant, system, user
 from llamabot.models.reply import ModelRequest, Usage
 from llamabot.models.seam import ChatModel, get_model
-from llamabot.reasoning.aot.execute import ExecutionRecord, RetryPolicy, aexecute_plan, execute_plan
+from llamabot.reasoning.aot.execute import AtomExecutionError, ExecutionRecord, RetryPolicy, aexecute_plan, execute_plan
 from llamabot.reasoning.aot.plan import Plan
 from llamabot.reasoning.aot.prompts import REPLAN_MESSAGE, planner_prompt
 from llamabot.reasoning.aot.schema import plan_response_format
 from llamabot.reasoning.aot.validate import PlanIssue, PlanValidationError, validate_plan
 from llamabot.reasoning.aot.visualization import plan_to_mermaid
 from llamabot.tools.tool import Tool, as_tool
-from llamabot.tracing import Trace, run
+from llamabot.tracing import _ACTIVE, Trace, run
 
 
 @dataclass(slots=True)
@@ -133,14 +133,38 @@ class ExecuteNode(DualNode):
         return shared["plan"]
 
     def exec(self, plan: Plan) -> ExecutionRecord:
-        return execute_plan(plan, self.tools, self.decisions, retry=self.retry, compensations=self.compensations)
+        try:
+            return execute_plan(plan, self.tools, self.decisions, retry=self.retry, compensations=self.compensations)
+        except AtomExecutionError as exc:
+            _trace_atoms(exc.record)
+            raise
 
     async def exec_async(self, plan: Plan) -> ExecutionRecord:
-        return await aexecute_plan(plan, self.tools, self.decisions, retry=self.retry, compensations=self.compensations)
+        try:
+            return await aexecute_plan(plan, self.tools, self.decisions, retry=self.retry,
+                                       compensations=self.compensations)
+        except AtomExecutionError as exc:
+            _trace_atoms(exc.record)
+            raise
 
     def post(self, shared: dict[str, Any], plan: Plan, record: ExecutionRecord) -> None:
         shared["record"] = record
+        _trace_atoms(record)
         return None
+
+
+def _trace_atoms(record: ExecutionRecord) -> None:
+    """One ``atom`` span per executed atom under the active span (the executor itself stays pure)."""
+    active = _ACTIVE.get()
+    if active is None:
+        return
+    trace, parent = active
+    for atom in record.atoms.values():
+        if atom.status == "not_run" or atom.kind == "final":
+            continue
+        span = trace.open(f"{atom.id}:{atom.name}", "atom", parent, atom_kind=atom.kind, inputs=atom.inputs,
+                          result=atom.result, attempts=atom.attempts, status=atom.status)
+        span.start, span.end, span.error = atom.started, atom.started + atom.duration_s, atom.error
 
 
 class AoTBot:

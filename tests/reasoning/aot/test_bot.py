@@ -159,3 +159,29 @@ def test_aot_eval_040_eval_command_writes_a_report(tmp_path):
     report = json.loads(out.read_text())
     assert report["methods"]["aot"]["accuracy"] == 1.0 and report["methods"]["direct"]["accuracy"] == 1.0
     assert "100.0% (2/2)" in result.output
+
+
+def test_aot_bot_070_executed_atoms_appear_in_the_trace_also_when_execution_fails():
+    result = AoTBot(model_name=ScriptedModel([json_reply(GOOD)]))("q")
+    atoms = result.trace.of_kind("atom")
+    assert [s.name for s in atoms] == ["1:add", "2:multiply", "3:subtract"]
+    assert atoms[1].attributes["inputs"] == {"a": 22.0, "b": 3} and atoms[1].attributes["result"] == 66.0
+    bot = AoTBot(model_name=ScriptedModel([json_reply(DIVIDE_BY_ZERO)]))
+    with pytest.raises(AtomExecutionError):
+        bot("1/0")
+    [failed] = bot.last_trace.of_kind("atom")
+    assert failed.error.startswith("ZeroDivisionError")
+
+
+def test_aot_cli_030_replay_of_a_file_that_is_not_a_plan_fails_cleanly(tmp_path):
+    junk = tmp_path / "junk.json"
+    junk.write_text('{"atoms": [{"id": 1, "kind": "tool"}]}')
+    result = CliRunner().invoke(app, ["aot", "--replay", str(junk)])
+    assert result.exit_code == 2 and "not a plan" in result.output and "atoms.0.name" in result.output
+
+
+def test_aot_eval_020_headerless_arith_csv_loads(tmp_path):
+    arith = tmp_path / "a.csv"
+    arith.write_text("0,5*5/5*4+8-8+3*9,47.0\n1,8-8+2,2\n")
+    problems = load_problems("arith", arith)
+    assert [p.answer for p in problems] == [47.0, 2.0] and problems[0].question == "What is 5*5/5*4+8-8+3*9?"

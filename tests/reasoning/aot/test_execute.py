@@ -200,3 +200,35 @@ def test_aot_viz_010_the_atom_graph_renders_as_mermaid_with_results():
     assert 'a1["1: add = 22.0"]' in source and "a2 --> a3" in source and 'a4(["4: final = 56.0"])' in source
     assert "class a3 ok" in source
     assert "classDef" not in plan_to_mermaid(record.plan)
+
+
+async def test_aot_exec_060_async_compensation_order_is_the_reverse_plan_order_whatever_finishes_first():
+    log: list[str] = []
+
+    @tool
+    async def step(x: int, delay: float) -> int:
+        """Sleep, then return x."""
+        await asyncio.sleep(delay)
+        return x
+
+    @tool
+    def undo(x: int) -> str:
+        """Undo a step."""
+        log.append(f"undo {x}")
+        return "ok"
+
+    @tool
+    def boom(x: int) -> int:
+        """Always fails."""
+        raise RuntimeError("boom")
+
+    tools = {t.tool.name: t.tool for t in (step, undo, boom)}
+    p = valid({"atoms": [
+        {"id": 1, "kind": "tool", "name": "step", "input": {"x": 1, "delay": 0.03}},
+        {"id": 2, "kind": "tool", "name": "step", "input": {"x": 2, "delay": 0.0}},
+        {"id": 3, "kind": "tool", "name": "boom", "input": {"x": "<result_of_1>"}},
+        {"id": 4, "kind": "final", "name": "report", "dependsOn": [3]},
+    ]}, tools)
+    with pytest.raises(AtomExecutionError):
+        await aexecute_plan(p, tools, compensations={"step": undo.tool})
+    assert log == ["undo 2", "undo 1"]  # atom 2 finished first, but plan order decides
