@@ -21,7 +21,13 @@ from llamabot.components.pocketflow.visualization import MermaidDiagram
 from llamabot.messages import Message, assistant, system, user
 from llamabot.models.reply import ModelRequest, Usage
 from llamabot.models.seam import ChatModel, get_model
-from llamabot.reasoning.aot.execute import AtomExecutionError, ExecutionRecord, RetryPolicy, aexecute_plan, execute_plan
+from llamabot.reasoning.aot.execute import (
+    AtomExecutionError,
+    ExecutionRecord,
+    RetryPolicy,
+    aexecute_plan,
+    execute_plan,
+)
 from llamabot.reasoning.aot.plan import Plan
 from llamabot.reasoning.aot.prompts import REPLAN_MESSAGE, planner_prompt
 from llamabot.reasoning.aot.schema import plan_response_format
