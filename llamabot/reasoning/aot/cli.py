@@ -90,6 +90,7 @@ def eval_aot(
     model: Optional[str] = typer.Option(None, "--model", "-m", help="LiteLLM model string (default: embedded)."),  # noqa: UP045
     tolerance: float = typer.Option(1e-4, help="Relative tolerance for a numeric answer."),
     out: Path = typer.Option(Path("aot_eval.json"), "--out", help="JSON report path."),
+    methods: str = typer.Option("aot,direct,cot", help="Comma-separated: aot, direct (answer only), cot."),
 ) -> None:
     """Accuracy of AoT vs the same model answering directly, plan validity, re-plans, latency, tokens."""
     from rich.progress import Progress
@@ -102,11 +103,15 @@ def eval_aot(
     except (ValueError, KeyError, OSError) as exc:
         raise typer.BadParameter(str(exc)) from exc
     model_name = get_model(model).name
+    chosen = tuple(m.strip() for m in methods.split(",") if m.strip())
     with Progress(console=console) as progress:
-        task = progress.add_task(f"{dataset} x {len(problems)}", total=len(problems) * 2)
-        summaries = evaluate(problems, model, tolerance=tolerance,
-                             on_attempt=lambda method, attempt: progress.advance(task))
-    table = Table(title=f"AoT vs direct on {dataset} ({len(problems)} problems, {model_name})")
+        task = progress.add_task(f"{dataset} x {len(problems)}", total=len(problems) * len(chosen))
+        try:
+            summaries = evaluate(problems, model, tolerance=tolerance, methods=chosen,
+                                 on_attempt=lambda method, attempt: progress.advance(task))
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+    table = Table(title=f"AoT vs baselines on {dataset} ({len(problems)} problems, {model_name})")
     for column in ("method", "accuracy", "plan validity", "re-plans", "errors", "mean latency s", "mean tokens"):
         table.add_column(column)
     for s in summaries.values():

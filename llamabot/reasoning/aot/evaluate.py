@@ -19,6 +19,11 @@ from typing import Any
 from llamabot.errors import LlamabotError
 
 DIRECT_PROMPT = "Solve the problem. Reply with only the final numeric answer, no words."
+COT_PROMPT = (
+    "Solve the problem. Think step by step, then give the final answer on the last line as 'Answer: <number>'."
+)
+_BOXED = re.compile(r"\\boxed\{([^}]*)\}")
+_ANSWER_LINE = re.compile(r"answer\s*(?:is|:)?\s*:?\s*\$?(-?\d[\d,]*(?:\.\d+)?)", re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:[eE]-?\d+)?")
 
 
@@ -51,12 +56,16 @@ def load_problems(dataset: str, path: str | Path) -> list[Problem]:
 
 
 def parse_number(text: Any) -> float | None:
-    """The number an answer states: the value itself when numeric, else the last number in the text."""
+    """The number an answer states: the value itself when numeric; else, in text, a ``\\boxed{...}`` value,
+    then the number after the last "Answer:", then the last number."""
     if isinstance(text, bool):
         return None
     if isinstance(text, (int, float)):
         return float(text)
-    found = _NUMBER.findall(str(text or ""))
+    text = str(text or "")
+    marked = _BOXED.findall(text) or _ANSWER_LINE.findall(text)
+    found = _NUMBER.findall(marked[-1]) if marked else []
+    found = found or _NUMBER.findall(text)
     if not found:
         return None
     try:
@@ -173,6 +182,11 @@ def evaluate(
         runners["aot"] = (AoTBot(model_name=model_name), run_aot)
     if "direct" in methods:
         runners["direct"] = (SimpleBot(DIRECT_PROMPT, model_name=model_name, max_tokens=32), run_direct)
+    if "cot" in methods:  # the same model reasoning step by step in text, then answering
+        runners["cot"] = (SimpleBot(COT_PROMPT, model_name=model_name, max_tokens=384), run_direct)
+    unknown = set(methods) - set(runners)
+    if unknown:
+        raise ValueError(f"unknown methods {sorted(unknown)}; use aot, direct, cot")
     attempts: dict[str, list[Attempt]] = {m: [] for m in runners}
     for problem in problems:
         for method, (bot, runner) in runners.items():

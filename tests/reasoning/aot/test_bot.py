@@ -108,6 +108,8 @@ def test_aot_cli_020_replay_accepts_a_bare_seed_plan_and_fails_non_zero_naming_t
 def test_aot_eval_010_answers_are_scored_with_a_numeric_tolerance():
     assert parse_number("The answer is 1,234.5 apples") == 1234.5 and parse_number(42) == 42.0
     assert parse_number("no number") is None and parse_number(True) is None
+    assert parse_number(r"so there are \(\boxed{12}\) left, not 13") == 12.0
+    assert parse_number("Answer: 2\n(checked 3 times)") == 2.0
     assert is_correct(39.00001, 39.0) and not is_correct(38.9, 39.0) and not is_correct(None, 1.0)
 
 
@@ -132,10 +134,12 @@ def test_aot_eval_030_the_harness_compares_aot_with_direct_answers_on_the_same_m
         return text("I think it is 55.")  # the direct baseline, wrong
 
     problems = load_problems("arith", _arith_file())
-    summaries = evaluate(problems, ScriptedModel(responder=responder))
+    summaries = evaluate(problems, ScriptedModel(responder=responder), methods=("aot", "direct", "cot"))
     assert summaries["aot"].accuracy == 1.0 and summaries["aot"].plan_validity_rate == 1.0
     assert summaries["direct"].accuracy == 0.0 and summaries["direct"].attempts[0].predicted == 55.0
-    assert summaries["aot"].mean_tokens > 0
+    assert summaries["aot"].mean_tokens > 0 and summaries["cot"].accuracy == 0.0
+    with pytest.raises(ValueError, match="unknown methods"):
+        evaluate(problems, ScriptedModel(), methods=("tot",))
 
 
 def _arith_file():
@@ -157,7 +161,7 @@ def test_aot_eval_040_eval_command_writes_a_report(tmp_path):
                                       "--out", str(out)], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
-    assert report["methods"]["aot"]["accuracy"] == 1.0 and report["methods"]["direct"]["accuracy"] == 1.0
+    assert {m: r["accuracy"] for m, r in report["methods"].items()} == {"aot": 1.0, "direct": 1.0, "cot": 1.0}
     assert "100.0% (2/2)" in result.output
 
 
