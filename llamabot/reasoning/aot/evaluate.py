@@ -91,6 +91,7 @@ class Attempt:
     tokens: int
     plan_valid_first: bool | None = None  # AoT only: the first plan passed validation
     replans: int = 0
+    parse_failures: int = 0
     error: str | None = None
 
 
@@ -104,6 +105,7 @@ class MethodSummary:
     mean_tokens: float
     plan_validity_rate: float | None = None
     replans: int = 0
+    parse_failures: int = 0
     errors: int = 0
     attempts: list[Attempt] = field(default_factory=list)
 
@@ -121,6 +123,7 @@ def summarise(method: str, attempts: list[Attempt]) -> MethodSummary:
         mean_tokens=statistics.fmean(a.tokens for a in attempts) if attempts else 0.0,
         plan_validity_rate=(sum(validity) / len(validity)) if validity else None,
         replans=sum(a.replans for a in attempts),
+        parse_failures=sum(a.parse_failures for a in attempts),
         errors=sum(a.error is not None for a in attempts),
         attempts=attempts,
     )
@@ -137,14 +140,18 @@ def run_aot(bot: Any, problem: Problem, tolerance: float) -> Attempt:
     except (PlanValidationError, AtomExecutionError, LlamabotError, ValueError) as exc:
         trace = bot.last_trace
         tokens = _trace_tokens(trace)
+        if isinstance(exc, PlanValidationError):
+            parse_failures = sum(1 for e in exc.errors if e.code == "malformed")
+        else:
+            parse_failures = 0
         replans = len(trace.of_kind("model_call")) - 1 if trace else 0
         return Attempt(problem.id, problem.answer, None, False, time.perf_counter() - started, tokens,
                        plan_valid_first=isinstance(exc, AtomExecutionError) and replans == 0, replans=max(replans, 0),
-                       error=f"{type(exc).__name__}: {exc}")
+                       parse_failures=parse_failures, error=f"{type(exc).__name__}: {exc}")
     predicted = parse_number(result.answer)
     return Attempt(problem.id, problem.answer, predicted, is_correct(predicted, problem.answer, tolerance),
                    time.perf_counter() - started, result.usage.total_tokens,
-                   plan_valid_first=result.replans == 0, replans=result.replans)
+                   plan_valid_first=result.replans == 0, replans=result.replans, parse_failures=result.parse_failures)
 
 
 def run_direct(bot: Any, problem: Problem, tolerance: float) -> Attempt:

@@ -49,6 +49,7 @@ class AoTResult:
     plan_errors: list[list[str]] = field(default_factory=list)  # the errors of each rejected plan
     notes: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    parse_failures: int = 0  # replies that were not a parseable plan (zero under the embedded model's grammar)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -56,6 +57,7 @@ class AoTResult:
             "plan": self.plan.to_dict(),
             "record": self.record.to_dict(),
             "replans": self.replans,
+            "parse_failures": self.parse_failures,
             "plan_errors": self.plan_errors,
             "notes": self.notes,
             "trace_id": self.trace.trace_id,
@@ -119,6 +121,7 @@ class PlanNode(DualNode):
             return "valid"
         errors = [str(i) for i in issues]
         shared["plan_errors"].append(errors)
+        shared["parse_failures"] += any(i.code == "malformed" for i in issues)
         if len(shared["plan_errors"]) > self.max_replans:
             raise PlanValidationError(plan, issues, raw)
         shared["memory"] += [assistant(raw or ""), user(REPLAN_MESSAGE.format(errors="\n".join(f"- {e}" for e in errors)))]
@@ -216,7 +219,8 @@ class AoTBot:
         self.last_trace: Trace | None = None
 
     def _shared(self, question: str) -> dict[str, Any]:
-        return {"memory": [user(question)], "plan": None, "record": None, "plan_errors": [], "notes": []}
+        return {"memory": [user(question)], "plan": None, "record": None, "plan_errors": [], "notes": [],
+                "parse_failures": 0}
 
     def _result(self, shared: dict[str, Any], trace: Trace) -> AoTResult:
         usage = Usage()
@@ -225,7 +229,7 @@ class AoTBot:
                 usage = usage + s.attributes["reply"].usage
         record: ExecutionRecord = shared["record"]
         return AoTResult(record.answer, shared["plan"], record, trace, len(shared["plan_errors"]),
-                         shared["plan_errors"], shared["notes"], usage)
+                         shared["plan_errors"], shared["notes"], usage, shared["parse_failures"])
 
     def __call__(self, question: str) -> AoTResult:
         shared = self._shared(question)

@@ -48,7 +48,7 @@ def test_aot_bot_020_the_plan_prompt_explains_references_with_an_example_and_ask
 def test_aot_bot_030_an_invalid_plan_is_sent_back_with_its_errors_and_replanned():
     model = ScriptedModel([json_reply(BAD), text("{not json"), json_reply(GOOD)])
     result = AoTBot(model_name=model)("q")
-    assert result.answer == 56 and result.replans == 2
+    assert result.answer == 56 and result.replans == 2 and result.parse_failures == 1
     assert "unknown tool 'sqrt'" in result.plan_errors[0][0]
     assert result.plan_errors[1][0].startswith("plan: ") and "Invalid JSON" in result.plan_errors[1][0]
     feedback = model.requests[1].messages[-1]["content"]
