@@ -28,7 +28,7 @@ def choose_cheapest(options: list[str], prices: list[float]) -> str:
     """
     if not options or len(options) != len(prices):
         raise ValueError(f"choose_cheapest needs as many prices as options (got {len(options)} and {len(prices)})")
-    return min(zip(prices, range(len(options)), options))[2]
+    return min(zip(prices, range(len(options)), options, strict=True))[2]
 
 
 DECISION_TOOLS = (average, choose_cheapest)
