@@ -1,0 +1,76 @@
+"""Tree of Thoughts: a pure state machine, a thin graph that drives it, and a Game-of-24 harness.
+
+Importing this package is cheap (no LiteLLM, no model): ``check_game24`` is imported directly, everything else
+on first use.
+
+    from llamabot.reasoning.tot import ToTBot, Game24Prompts, check_game24
+    result = ToTBot(prompts=Game24Prompts(), min_depth=3)("4 9 10 13")
+    check_game24("4 9 10 13", result.answer)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from llamabot.reasoning.tot.games.game24 import check_game24
+
+_EXPORTS: dict[str, str] = {
+    "ToTBot": "llamabot.reasoning.tot.graph",
+    "AsyncToTBot": "llamabot.reasoning.tot.graph",
+    "ToTMachine": "llamabot.reasoning.tot.machine",
+    "ToTOptions": "llamabot.reasoning.tot.options",
+    "ToTError": "llamabot.reasoning.tot.options",
+    "Env": "llamabot.reasoning.tot.machine",
+    "Status": "llamabot.reasoning.tot.machine",
+    "TerminationReason": "llamabot.reasoning.tot.machine",
+    "new_machine": "llamabot.reasoning.tot.machine",
+    "update": "llamabot.reasoning.tot.machine",
+    "to_dict": "llamabot.reasoning.tot.machine",
+    "from_dict": "llamabot.reasoning.tot.machine",
+    "ToTResult": "llamabot.reasoning.tot.result",
+    "build_result": "llamabot.reasoning.tot.result",
+    "ToTPrompts": "llamabot.reasoning.tot.prompts",
+    "Game24Prompts": "llamabot.reasoning.tot.games.game24_prompts",
+    "tree_to_mermaid": "llamabot.reasoning.tot.mermaid",
+    "parse_thoughts": "llamabot.reasoning.tot.parsing",
+    "parse_scores": "llamabot.reasoning.tot.parsing",
+}
+
+__all__ = [
+    "AsyncToTBot", "Env", "Game24Prompts", "Status", "TerminationReason", "ToTBot", "ToTError", "ToTMachine",
+    "ToTOptions", "ToTPrompts", "ToTResult", "build_result", "check_game24", "from_dict", "new_machine",
+    "parse_scores", "parse_thoughts", "to_dict", "tree_to_mermaid", "update",
+]
+
+if TYPE_CHECKING:
+    from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
+    from llamabot.reasoning.tot.graph import AsyncToTBot, ToTBot
+    from llamabot.reasoning.tot.machine import (
+        Env,
+        Status,
+        TerminationReason,
+        ToTMachine,
+        from_dict,
+        new_machine,
+        to_dict,
+        update,
+    )
+    from llamabot.reasoning.tot.mermaid import tree_to_mermaid
+    from llamabot.reasoning.tot.options import ToTError, ToTOptions
+    from llamabot.reasoning.tot.parsing import parse_scores, parse_thoughts
+    from llamabot.reasoning.tot.prompts import ToTPrompts
+    from llamabot.reasoning.tot.result import ToTResult, build_result
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'llamabot.reasoning.tot' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)

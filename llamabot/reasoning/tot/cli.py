@@ -1,0 +1,224 @@
+"""``llamabot tot`` and ``llamabot eval tot``. Imports only typer and rich at start; the rest on first use.
+
+- ``llamabot tot "4 9 10 13"``: search a Game-of-24 puzzle (or, with ``--game none``, any problem), showing the
+  tree live, then the best solution and, for the game, whether the checker accepts it.
+- ``llamabot eval tot --dataset game24 PATH --limit N``: ToT against the IO and CoT baselines on the same model:
+  success rate, nodes explored, tokens and time, with a progress bar and an optional JSON report.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.text import Text
+from rich.tree import Tree
+
+MODEL_OPTION = typer.Option(
+    None, "--model", "-m", help="LiteLLM model string (default: $LLAMABOT_MODEL, else the embedded local model)."
+)
+STRATEGY_OPTION = typer.Option("best_first", "--strategy", help="Traversal: best_first, bfs or dfs.")
+BEAM_OPTION = typer.Option(None, "--beam", help="Cap on the best-first frontier (beam_width).")
+BRANCHING_OPTION = typer.Option(3, "--branching", "-b", help="Thoughts asked for per expansion.")
+DEPTH_OPTION = typer.Option(3, "--depth", "-d", help="Maximum depth of the tree (the game needs 3 steps).")
+VERIFY_OPTION = typer.Option(False, "--verify", help="Game of 24: stop at the first path the checker accepts.")
+MAX_TOKENS_OPTION = typer.Option(256, "--max-tokens", help="Upper bound on each reply's length in tokens.")
+
+
+def _score_style(score: float | None) -> str:
+    if score is None:
+        return "dim"
+    return "green" if score >= 0.75 else "yellow" if score >= 0.4 else "red"
+
+
+def tree_view(machine: Any, streaming: str = "") -> Group:
+    """A rich view of the search: the tree with scores (solution path starred, node being expanded marked),
+    the text streaming in, and a status line."""
+    root_id = machine.root_id
+    on_path = set(machine.solution_path)
+    tree = Tree(Text(f"problem: {machine.prompt or ''}", style="bold"))
+
+    def label(node: Any) -> Text:
+        score = "?" if node.score is None else f"{node.score:.2f}"
+        text = Text(f"{'★ ' if node.id in on_path else ''}{node.content} ", style="bold" if node.id in on_path else "")
+        text.append(f"[{score}]", style=_score_style(node.score))
+        if node.id == machine.current_node_id and machine.status.value in ("generating", "evaluating"):
+            text.append(f"  ◀ {machine.status.value}", style="cyan")
+        if node.id in machine.closed_nodes:
+            text.append("  (closed)", style="dim")
+        return text
+
+    def add(branch: Tree, node_id: str) -> None:
+        for child_id in machine.nodes[node_id].children:
+            add(branch.add(label(machine.nodes[child_id])), child_id)
+
+    if root_id is not None:
+        add(tree, root_id)
+    parts: list[Any] = [tree]
+    if streaming:
+        parts.append(Text(" ".join(streaming.split())[-160:], style="dim italic"))
+    total = machine.usage.get("total_tokens", 0)
+    parts.append(Text(f"{machine.status.value} · {len(machine.nodes)} nodes · {total} tokens", style="dim"))
+    return Group(*parts)
+
+
+def tot_command(
+    problem: str = typer.Argument(..., help="Game of 24: four numbers, e.g. '4 9 10 13'; with --game none, any problem."),
+    model: Optional[str] = MODEL_OPTION,  # noqa: UP045 (typer needs Optional on 3.10)
+    game: str = typer.Option("game24", "--game", help="game24, or none for a free-form problem."),
+    branching: int = BRANCHING_OPTION,
+    depth: int = DEPTH_OPTION,
+    strategy: str = STRATEGY_OPTION,
+    beam: Optional[int] = BEAM_OPTION,  # noqa: UP045
+    max_nodes: int = typer.Option(40, "--max-nodes", help="Hard cap on the nodes of the tree."),
+    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Wall-time budget."),  # noqa: UP045
+    verify: bool = VERIFY_OPTION,
+    stream: bool = typer.Option(True, help="Show the model's text as it is generated."),
+    mermaid: bool = typer.Option(False, "--mermaid", help="Also print the explored tree as mermaid."),
+    max_tokens: int = MAX_TOKENS_OPTION,
+) -> None:
+    """Solve a problem with a Tree-of-Thoughts search, showing the tree live, then the best solution."""
+    from rich.live import Live
+
+    from llamabot.errors import LlamabotError
+    from llamabot.reasoning.tot.games.game24 import PuzzleError, check_game24, parse_puzzle
+    from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
+    from llamabot.reasoning.tot.games.game24_steps import is_solution_path
+    from llamabot.reasoning.tot.graph import ToTBot
+    from llamabot.reasoning.tot.prompts import ToTPrompts
+
+    console, errors = Console(), Console(stderr=True)
+    if game not in ("game24", "none"):
+        raise typer.BadParameter(f"--game must be game24 or none, got {game!r}")
+    is_game = game == "game24"
+    if is_game:
+        try:
+            parse_puzzle(problem)
+        except PuzzleError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+    options = {
+        "branching_factor": branching, "max_depth": depth, "traversal_strategy": strategy, "beam_width": beam,
+        "max_nodes": max_nodes, "max_duration_ms": max_seconds * 1000 if max_seconds else None,
+        "min_depth": depth if is_game else min(2, depth),
+    }
+    live = Live(console=console, refresh_per_second=8)
+    state: dict[str, Any] = {"machine": None, "streamed": []}
+
+    def on_step(machine: Any) -> None:
+        state["machine"], state["streamed"] = machine, []
+        live.update(tree_view(machine))
+
+    def on_piece(piece: str) -> None:
+        state["streamed"].append(piece)
+        if state["machine"] is not None:
+            live.update(tree_view(state["machine"], "".join(state["streamed"])))
+
+    try:
+        bot = ToTBot(
+            model, prompts=Game24Prompts() if is_game else ToTPrompts(),
+            goal_test=is_solution_path if (is_game and verify) else None,
+            stream_target=on_piece if stream else None, on_step=on_step, max_tokens=max_tokens, **options,
+        )
+        with live:
+            result = bot(problem)
+    except LlamabotError as exc:
+        errors.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(1) from exc
+    if not console.is_terminal:
+        console.print()  # a non-terminal Live leaves its last line open
+    t = result.termination
+    seconds = f"{t.duration_ms / 1000:.1f} s" if t.duration_ms is not None else "-"
+    console.print(f"termination: {t.reason} · depth {t.depth_reached} · {t.node_count} nodes · "
+                  f"{result.usage.get('total_tokens', 0)} tokens · {seconds}", markup=False, highlight=False)
+    if t.status == "error":
+        hint = " (if this model cannot stream, try --no-stream)" if stream else ""
+        errors.print(f"[red]the search failed:[/red] {escape(str(result.diagnostics.get('error')))}{hint}")
+        raise typer.Exit(1)
+    console.print("best path:", markup=False)
+    for index, step in enumerate(result.solution_text, 1):
+        console.print(f"  {index}. {step}", markup=False, highlight=False)
+    if is_game:
+        ok = result.answer is not None and check_game24(problem, result.answer)
+        verdict = "correct" if ok else "wrong" if result.answer else "no complete expression"
+        console.print(f"best solution: {result.answer or '-'}  check: {verdict}", markup=False, highlight=False)
+    else:
+        console.print(f"best solution: {result.answer or '-'}", markup=False, highlight=False)
+    if mermaid:
+        console.print(str(result.to_mermaid()), markup=False, highlight=False)
+
+
+def eval_tot_command(
+    path: Path = typer.Argument(..., help="The dataset file, e.g. ../shared/data/game24_dev.csv."),
+    dataset: str = typer.Option("game24", "--dataset", help="The dataset kind (game24)."),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Use the first N puzzles."),  # noqa: UP045
+    model: Optional[str] = MODEL_OPTION,  # noqa: UP045
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the JSON report here."),  # noqa: UP045
+    methods: str = typer.Option("io,cot,tot", "--methods", help="Comma-separated: io, cot, tot."),
+    branching: int = BRANCHING_OPTION,
+    depth: int = DEPTH_OPTION,
+    strategy: str = STRATEGY_OPTION,
+    beam: Optional[int] = BEAM_OPTION,  # noqa: UP045
+    max_nodes: int = typer.Option(16, "--max-nodes", help="Hard cap on each tree's nodes."),
+    max_seconds: float = typer.Option(60.0, "--max-seconds", help="Wall-time budget of each ToT search."),
+    verify: bool = VERIFY_OPTION,
+    max_tokens: int = MAX_TOKENS_OPTION,
+) -> None:
+    """Evaluate ToT against IO and CoT baselines on the same model: success rate, nodes, tokens, time."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from llamabot.errors import LlamabotError
+    from llamabot.reasoning.tot.evaluation import evaluate_game24, load_game24
+
+    console, errors = Console(), Console(stderr=True)
+    if dataset != "game24":
+        raise typer.BadParameter(f"--dataset must be game24 (the only dataset so far), got {dataset!r}")
+    chosen = [m.strip() for m in methods.split(",") if m.strip()]
+    try:
+        puzzles = load_game24(path, limit)
+    except LlamabotError as exc:
+        errors.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from exc
+    options = {"branching_factor": branching, "max_depth": depth, "min_depth": depth, "traversal_strategy": strategy,
+               "beam_width": beam, "max_nodes": max_nodes, "max_duration_ms": max_seconds * 1000}
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console)
+    task = progress.add_task("evaluating", total=len(puzzles) * len(chosen))
+
+    def on_attempt(a: Any) -> None:
+        mark = "✓" if a.solved else "✗"
+        progress.console.print(
+            f"{a.method:>3} {a.puzzle:<12} {mark} {a.answer or '-'}  nodes {a.nodes}  "
+            f"tokens {a.prompt_tokens + a.completion_tokens}  {a.seconds:.1f} s", markup=False, highlight=False)
+        progress.update(task, advance=1, description=f"{a.method} {a.puzzle}")
+
+    try:
+        with progress:
+            report = evaluate_game24(puzzles, model, methods=chosen, tot_options=options, verify=verify,
+                                     dataset=str(path), on_attempt=on_attempt, max_tokens=max_tokens)
+    except (LlamabotError, ValueError) as exc:
+        errors.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(1) from exc
+    table = Table(title=f"Game of 24 · {len(puzzles)} puzzles · {report.model}")
+    for column in ("method", "solved", "success", "in tree", "nodes/puzzle", "calls", "tokens", "tokens/puzzle",
+                   "time", "time/puzzle"):
+        table.add_column(column)
+    for s in report.summaries():
+        in_tree = f"{s.solution_in_tree_rate:.0%}" if s.solution_in_tree_rate is not None else "-"
+        table.add_row(s.method, f"{s.solved}/{s.puzzles}", f"{s.success_rate:.1%}", in_tree, f"{s.mean_nodes:.1f}",
+                      str(s.model_calls), str(s.total_tokens), f"{s.mean_tokens:.0f}", f"{s.total_seconds:.1f} s",
+                      f"{s.mean_seconds:.1f} s")
+    console.print(table)
+    if out is not None:
+        out.write_text(json.dumps(report.to_dict(), indent=2))
+        console.print(f"report written to {out}", markup=False, highlight=False)
+
+
+def register(app: typer.Typer, eval_app: typer.Typer) -> None:
+    """Add ``tot`` to the main app and ``tot`` to ``llamabot eval``."""
+    app.command("tot")(tot_command)
+    eval_app.command("tot")(eval_tot_command)

@@ -1,0 +1,134 @@
+"""Prompts for the Game of 24: the Tree-of-Thoughts prompts, and the IO and CoT baselines. Pure.
+
+ToT (after the paper's *propose* and *value* prompts): a thought is one step ``a op b = c``. Generation and
+evaluation share one system prompt, so a local model reuses its cached prefix across calls. The game shows
+the numbers left after each step (tracked by :mod:`game24_steps`, from the model's own claimed results) and,
+for the last number, whether it is 24; it never checks the model's arithmetic. The model proposes the steps and
+scores them. IO and CoT are the paper's few-shot baselines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llamabot.reasoning.tot.games.game24_steps import expression_from_steps, format_numbers, numbers_left
+from llamabot.reasoning.tot.messages import EvaluateThoughts, GenerateThoughts
+from llamabot.reasoning.tot.prompts import ToTPrompts
+
+GAME24_SYSTEM = """You are an expert at the Game of 24: combine the given numbers with + - * / to make exactly 24, \
+using each number exactly once.
+We solve it in steps. A step takes two of the numbers left, combines them with one operation, and replaces them \
+by the result. Write a step as "a op b = c".
+Example for the numbers 4 4 6 8:
+4 + 8 = 12 (left: 4 6 12)
+6 - 4 = 2 (left: 2 12)
+2 * 12 = 24 (left: 24)
+A candidate step scores 1 if the numbers it leaves can surely make 24, 0.5 if maybe, 0 if they cannot. Examples:
+4 + 8 = 12 -> left: 4 6 12 -> 1, because (12 - 6) * 4 = 24
+4 * 4 = 16 -> left: 6 8 16 -> 0, no way to 24
+6 - 4 = 2 -> left: 2 4 8 -> 1, because (4 + 8) * 2 = 24
+2 * 12 = 24 -> left: 24 (the last number, it is 24) -> 1
+12 - 2 = 10 -> left: 10 (the last number, not 24) -> 0
+Reply with JSON only."""
+
+IO_PROMPT = """Use numbers and basic arithmetic operations (+ - * /) to obtain 24. Use each input number exactly once.
+Input: 4 4 6 8
+Answer: (4 + 8) * (6 - 4) = 24
+Input: 2 9 10 12
+Answer: 2 * 12 * (10 - 9) = 24
+Input: 4 9 10 13
+Answer: (13 - 9) * (10 - 4) = 24
+Input: 1 4 8 8
+Answer: (8 / 4 + 1) * 8 = 24
+Input: 5 5 5 9
+Answer: 5 + 5 + 5 + 9 = 24
+Reply with one line: Answer: <expression> = 24"""
+
+COT_PROMPT = """Use numbers and basic arithmetic operations (+ - * /) to obtain 24. Each step, you are only allowed \
+to choose two of the remaining numbers to obtain a new number.
+Input: 4 4 6 8
+Steps:
+4 + 8 = 12 (left: 4 6 12)
+6 - 4 = 2 (left: 2 12)
+2 * 12 = 24 (left: 24)
+Answer: (6 - 4) * (4 + 8) = 24
+Input: 2 9 10 12
+Steps:
+12 * 2 = 24 (left: 9 10 24)
+10 - 9 = 1 (left: 1 24)
+24 * 1 = 24 (left: 24)
+Answer: (12 * 2) * (10 - 9) = 24
+Input: 4 9 10 13
+Steps:
+13 - 10 = 3 (left: 3 4 9)
+9 - 3 = 6 (left: 4 6)
+4 * 6 = 24 (left: 24)
+Answer: 4 * (9 - (13 - 10)) = 24
+Write the steps, then one line: Answer: <expression> = 24"""
+
+
+def baseline_user(puzzle: str) -> str:
+    """The user turn of the IO and CoT baselines."""
+    return f"Input: {puzzle}"
+
+
+def _state(problem: str, path: tuple[str, ...]) -> tuple[list[str], str | None]:
+    lines = [f"Numbers: {problem}"]
+    if path:
+        lines += ["Steps so far:", *path]
+    left = numbers_left(problem, path)
+    return lines, format_numbers(left) if left is not None else None
+
+
+@dataclass(frozen=True)
+class Game24Prompts(ToTPrompts):
+    """ToT prompts for the Game of 24; ``answer`` composes the expression a solution path builds.
+
+    Use them with ``min_depth = max_depth = 3`` (for four numbers): only a full path of steps is an answer.
+    """
+
+    generation_prompt: str = GAME24_SYSTEM
+    evaluation_prompt: str = GAME24_SYSTEM
+
+    def generation_user(self, directive: GenerateThoughts) -> str:
+        lines, left = _state(directive.problem, directive.path)
+        if left is None:
+            lines.append("Numbers left: unknown (a step above is not valid).")
+        else:
+            lines.append(f"Numbers left: {left}")
+        last = left is not None and len(left.split()) == 2
+        lines.append(
+            f"Propose {directive.count} different next steps. Each step combines two of the numbers left "
+            f"({left or '?'}) with + - * / and gives the exact result. "
+            + ("These are the last two numbers: make 24 with them if you can. " if last else "")
+            + 'JSON: {"thoughts": ["a op b = c", ...]}'
+        )
+        return "\n".join(lines)
+
+    def evaluation_user(self, directive: EvaluateThoughts) -> str:
+        lines, _ = _state(directive.problem, directive.path)
+        lines.append("Candidate next steps, each with the numbers it leaves:")
+        for thought in directive.thoughts:
+            left = numbers_left(directive.problem, (*directive.path, thought.content))
+            if left is None:
+                after = "not a valid step"
+            elif len(left) == 1:
+                after = f"left: {format_numbers(left)} (the last number, {'it is 24' if left[0] == 24 else 'not 24'})"
+            else:
+                after = f"left: {format_numbers(left)}"
+            lines.append(f"{thought.id}: {thought.content} -> {after}")
+        ids = ", ".join(f'"{t.id}": <score>' for t in directive.thoughts)
+        lines.append(
+            "Score each candidate from 0 to 1: 1 if its numbers left surely make 24 (or are exactly 24), "
+            "0.5 if maybe, 0 if they cannot or the step's arithmetic is wrong. "
+            f'JSON: {{"scores": {{{ids}}}}}'
+        )
+        return "\n".join(lines)
+
+    def answer(self, problem: str, path: tuple[str, ...]) -> str | None:
+        return expression_from_steps(problem, path)
+
+
+def game24_prompts() -> Game24Prompts:
+    """The default Game-of-24 prompts (a fresh object: prompts are configuration, never shared state)."""
+    return Game24Prompts()

@@ -1,0 +1,119 @@
+"""Game of 24 steps: reading ``a op b = c`` steps, the numbers they leave, and the expression they build. Pure.
+
+A step is what a model writes: ``4 + 9 = 13`` (optionally followed by ``(left: ...)``, which is ignored). The
+game keeps the state itself: the numbers left are the puzzle's, minus each step's two operands, plus the
+result the step *claims* (so a wrong claim stays wrong and the final check fails). An expression is composed
+from a full path of steps by substitution; it is then judged by :func:`check_game24`, never evaluated here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from llamabot.reasoning.tot.games.game24 import check_game24, parse_puzzle
+
+_NUMBER = r"-?[0-9]+(?:\.[0-9]+)?(?:/[0-9]+)?"
+_STEP = re.compile(rf"(?P<a>{_NUMBER})\s*(?P<op>[-+*/×÷−xX])\s*(?P<b>{_NUMBER})\s*=\s*(?P<c>{_NUMBER})")
+_OPS = {"×": "*", "x": "*", "X": "*", "÷": "/", "−": "-"}
+_ANSWER = re.compile(r"answer\s*[:：]\s*(.+)", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One parsed step: ``a op b = result`` (``op`` is one of ``+ - * /``)."""
+
+    a: Fraction
+    op: str
+    b: Fraction
+    result: Fraction
+
+
+def parse_step(text: str) -> Step | None:
+    """The first ``a op b = c`` in ``text``, or ``None`` when there is none."""
+    for match in _STEP.finditer(text or ""):
+        try:
+            a, b, c = (Fraction(match.group(k)) for k in ("a", "b", "c"))
+        except (ValueError, ZeroDivisionError):
+            continue
+        return Step(a, _OPS.get(match.group("op"), match.group("op")), b, c)
+    return None
+
+
+def format_number(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+
+
+def format_numbers(values: Sequence[Fraction | int]) -> str:
+    return " ".join(format_number(Fraction(v)) for v in values)
+
+
+def _take(pool: list, value: Fraction) -> object | None:
+    for index, item in enumerate(pool):
+        if (item[0] if isinstance(item, tuple) else item) == value:
+            return pool.pop(index)
+    return None
+
+
+def numbers_left(puzzle: str, steps: Sequence[str]) -> tuple[Fraction, ...] | None:
+    """The numbers left after ``steps``; ``None`` when a step is unreadable or uses a number that is not left."""
+    pool: list = [Fraction(n) for n in parse_puzzle(puzzle)]
+    for text in steps:
+        step = parse_step(text)
+        if step is None or _take(pool, step.a) is None or _take(pool, step.b) is None:
+            return None
+        pool.append(step.result)
+    return tuple(pool)
+
+
+def _unwrap(expression: str) -> str:
+    """Drop one pair of parentheses that encloses the whole expression."""
+    if not (expression.startswith("(") and expression.endswith(")")):
+        return expression
+    depth = 0
+    for index, char in enumerate(expression):
+        depth += char == "("
+        depth -= char == ")"
+        if depth == 0 and index < len(expression) - 1:
+            return expression
+    return expression[1:-1]
+
+
+def expression_from_steps(puzzle: str, steps: Sequence[str]) -> str | None:
+    """The expression a full path of steps builds (``(13 - 9) * (10 - 4)``), or ``None`` when the steps are
+    unreadable, use numbers that are not left, or do not end with exactly one number."""
+    pool: list = [(Fraction(n), str(n)) for n in parse_puzzle(puzzle)]
+    for text in steps:
+        step = parse_step(text)
+        if step is None:
+            return None
+        left, right = _take(pool, step.a), _take(pool, step.b)
+        if left is None or right is None:
+            return None
+        pool.append((step.result, f"({left[1]} {step.op} {right[1]})"))
+    return _unwrap(pool[0][1]) if len(pool) == 1 else None
+
+
+def is_solution_path(puzzle: str, steps: Sequence[str]) -> bool:
+    """The goal test of the game: the steps compose an expression that checks (see :func:`check_game24`)."""
+    expression = expression_from_steps(puzzle, steps)
+    return expression is not None and check_game24(puzzle, expression)
+
+
+def extract_answer(text: str | None, puzzle: str) -> str | None:
+    """The expression a free-form reply proposes: its last ``Answer: ...`` line (``= 24`` kept, the checker
+    accepts it), else the expression composed from the reply's step lines, else ``None``."""
+    if not text:
+        return None
+    answers = [m.group(1).strip().strip("`$*. ") for m in map(_ANSWER.search, text.splitlines()) if m]
+    answers = [a for a in answers if a]
+    if answers:
+        return answers[-1]
+    steps = [line for line in text.splitlines() if parse_step(line)]
+    for start in range(len(steps)):  # the last complete run of steps that builds an expression
+        expression = expression_from_steps(puzzle, steps[start:])
+        if expression is not None:
+            return expression
+    return None

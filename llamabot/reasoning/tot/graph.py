@@ -1,0 +1,123 @@
+"""ToTBot and AsyncToTBot: a Tree-of-Thoughts search as a PocketFlow graph driving the pure machine.
+
+    expand -("generate")-> generate -("expand")-> expand
+    expand -("evaluate")-> evaluate -("expand")-> expand        (expand ends the flow when the machine is done)
+
+The machine decides everything (see :mod:`machine`); the graph only performs its directives through the model
+seam. Nodes are built per bot; every call gets a fresh machine and shared dict, so runs never share state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import fields, replace
+from typing import Any
+
+from llamabot.components.pocketflow.flow import AsyncFlow, Flow
+from llamabot.components.pocketflow.visualization import MermaidDiagram, to_mermaid
+from llamabot.models.seam import ChatModel, TokenCallback, get_model
+from llamabot.reasoning.tot.machine import ToTMachine, new_machine, path_texts
+from llamabot.reasoning.tot.messages import Start
+from llamabot.reasoning.tot.nodes import ExpandNode, GoalTest, ThoughtCallNode
+from llamabot.reasoning.tot.options import ToTOptions, with_options
+from llamabot.reasoning.tot.prompts import ToTPrompts
+from llamabot.reasoning.tot.result import ToTResult, build_result
+from llamabot.tracing import Trace, run
+
+_OPTION_NAMES = frozenset(f.name for f in fields(ToTOptions))
+
+
+class ToTBot:
+    """Search a tree of thoughts for a solution to ``problem``: ``result = bot(problem)``.
+
+    ``model_name``: any LiteLLM model string, a chat model object (``ScriptedModel``) or ``None`` (default).
+    ``options`` (or any :class:`ToTOptions` field as a keyword: ``branching_factor=2``...) shape the search.
+    ``prompts``: a :class:`ToTPrompts` (e.g. ``Game24Prompts()``); ``generation_prompt`` / ``evaluation_prompt``
+    override its system prompts. ``goal_test(problem, path) -> bool``: an optional trusted check that ends the
+    search with ``success``. ``json_output``: ask for JSON by ``response_format`` (enforced by grammar on the
+    embedded model). ``stream_target`` receives streamed text (each piece also reaches the machine as
+    ``llm_partial``); ``on_step`` receives the machine after every update. Other keywords (``temperature``,
+    ``max_tokens``...) pass through to the model.
+    """
+
+    def __init__(
+        self,
+        model_name: str | ChatModel | None = None,
+        *,
+        options: ToTOptions | None = None,
+        prompts: ToTPrompts | None = None,
+        generation_prompt: str | None = None,
+        evaluation_prompt: str | None = None,
+        goal_test: GoalTest | None = None,
+        json_output: bool = True,
+        stream_target: TokenCallback | None = None,
+        on_step: Callable[[ToTMachine], None] | None = None,
+        **kwargs: Any,
+    ):
+        option_values = {name: kwargs.pop(name) for name in list(kwargs) if name in _OPTION_NAMES}
+        self.options = with_options(options, **option_values)
+        prompts = prompts or ToTPrompts()
+        if generation_prompt is not None:
+            prompts = replace(prompts, generation_prompt=generation_prompt)
+        if evaluation_prompt is not None:
+            prompts = replace(prompts, evaluation_prompt=evaluation_prompt)
+        self.prompts = prompts
+        self.model = get_model(model_name)
+        self.model_name = self.model.name
+        self.stream_target = stream_target
+        self.on_step = on_step
+        call = {"json_output": json_output, "completion_kwargs": kwargs}
+        self.generate_node = ThoughtCallNode("generate", self.model, prompts, **call)
+        self.evaluate_node = ThoughtCallNode("evaluate", self.model, prompts, **call)
+        self.expand_node = ExpandNode(goal_test)
+        self.expand_node - "generate" >> self.generate_node
+        self.expand_node - "evaluate" >> self.evaluate_node
+        self.generate_node - "expand" >> self.expand_node
+        self.evaluate_node - "expand" >> self.expand_node
+        self.flow = Flow(start=self.expand_node)
+        self.async_flow = AsyncFlow(start=self.expand_node)
+        self.last_trace: Trace | None = None
+
+    def _run_state(self, problem: str, trace: Trace) -> dict[str, Any]:
+        return {
+            "machine": new_machine(self.options),
+            "message": Start(problem, f"tot-{trace.trace_id[:8]}"),
+            "directive": None,
+            "stream_target": self.stream_target,
+            "on_step": self.on_step,
+        }
+
+    def _result(self, shared: dict[str, Any]) -> ToTResult:
+        machine: ToTMachine = shared["machine"]
+        answer = None
+        if machine.solution_path:
+            answer = self.prompts.answer(machine.prompt or "", path_texts(machine, machine.solution_path[-1]))
+        return build_result(machine, answer)
+
+    def __call__(self, problem: str) -> ToTResult:
+        """Search for ``problem``; returns the :class:`ToTResult` (``termination.reason`` says how it ended;
+        a failed model call ends it in ``error`` with the message in ``diagnostics["error"]``)."""
+        with run(type(self).__name__, problem=problem) as trace:
+            self.last_trace = trace
+            shared = self._run_state(problem, trace)
+            self.flow.run(shared)
+        return self._result(shared)
+
+    def to_mermaid(self) -> MermaidDiagram:
+        """The driver graph as a mermaid diagram (``result.to_mermaid()`` draws the explored tree)."""
+        return MermaidDiagram(to_mermaid(self.flow))
+
+
+class AsyncToTBot(ToTBot):
+    """The same graph run by an ``AsyncFlow``: ``result = await bot(problem)`` (or ``await bot.arun(problem)``)."""
+
+    async def __call__(self, problem: str) -> ToTResult:  # type: ignore[override]
+        with run(type(self).__name__, problem=problem) as trace:
+            self.last_trace = trace
+            shared = self._run_state(problem, trace)
+            await self.async_flow.run_async(shared)
+        return self._result(shared)
+
+    async def arun(self, problem: str) -> ToTResult:
+        """Alias of ``await bot(problem)``."""
+        return await self(problem)

@@ -1,0 +1,405 @@
+"""The Tree-of-Thoughts state machine (seed ``004_*``, Jido.AI ``TreeOfThoughts.Machine``). Pure: no I/O.
+
+``update(machine, msg, env) -> (machine, directives)`` never mutates its argument and never reads a clock:
+the caller passes the time in ``env.now_ms``. States and allowed transitions are in ``TRANSITIONS``.
+
+One search: ``start`` creates the root and asks for ``branching_factor`` thoughts; the reply's thoughts are sent
+for evaluation; the scored thoughts become children; then the machine stops (a trusted goal test accepted a
+thought, a score reached ``early_success_threshold``, a budget ran out, the best score converged) or expands
+the next frontier node. Three seed weaknesses are fixed (see ``docs/design/tot/LLD.md``): reaching
+``max_depth`` closes that branch only; an unreadable score uses the retry budget before any fallback; the
+evaluator sees the problem and the path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from enum import Enum
+from types import MappingProxyType
+from typing import Any
+
+from llamabot.reasoning.tot.messages import (
+    CallLLMStream,
+    Directive,
+    EvaluateThoughts,
+    GenerateThoughts,
+    LLMPartial,
+    LLMResult,
+    Message,
+    Phase,
+    RequestError,
+    Start,
+    ThoughtEntry,
+    ThoughtsEvaluated,
+    ThoughtsGenerated,
+)
+from llamabot.reasoning.tot.options import ToTError, ToTOptions, Traversal, with_options
+from llamabot.reasoning.tot.parsing import parse_scores, parse_thoughts
+from llamabot.reasoning.tot.tree import (
+    ThoughtNode,
+    find_best_leaf,
+    find_leaves,
+    get_children,
+    get_node,
+    get_path_to_node,
+    ranked_leaves,
+)
+
+__all__ = [
+    "BUSY", "TRANSITIONS", "Env", "Status", "TerminationReason", "ToTError", "ToTMachine", "ToTOptions",
+    "Traversal", "find_best_leaf", "find_leaves", "from_dict", "get_children", "get_node", "get_path_to_node",
+    "new_machine", "parse_scores", "parse_thoughts", "path_texts", "ranked_leaves", "to_dict", "update",
+]
+
+FALLBACK_SCORE = 0.5  # the seed's score for a thought whose score could not be read, once retries are spent
+
+
+class Status(str, Enum):
+    IDLE = "idle"
+    GENERATING = "generating"
+    EVALUATING = "evaluating"
+    EXPANDING = "expanding"
+    COMPLETED = "completed"
+    ERROR = "error"
+
+
+class TerminationReason(str, Enum):
+    SUCCESS = "success"  # a trusted goal test (``env.goal_test``) accepted a thought
+    THRESHOLD = "threshold"  # a thought at least ``min_depth`` deep scored >= ``early_success_threshold``
+    MAX_DEPTH = "max_depth"  # the frontier ran out: every branch reached ``max_depth`` or was closed
+    MAX_NODES = "max_nodes"
+    MAX_DURATION = "max_duration"
+    CONVERGED = "converged"
+    ERROR = "error"
+
+
+S = Status
+#: The allowed transitions. A parse retry stays in its state; ``generating -> expanding`` closes a node
+#: whose thoughts could not be read; ``expanding`` is transient (never seen between two updates).
+TRANSITIONS: Mapping[Status, frozenset[Status]] = MappingProxyType({
+    S.IDLE: frozenset({S.GENERATING}),
+    S.GENERATING: frozenset({S.EVALUATING, S.EXPANDING, S.ERROR}),
+    S.EVALUATING: frozenset({S.EXPANDING, S.COMPLETED, S.ERROR}),
+    S.EXPANDING: frozenset({S.GENERATING, S.COMPLETED, S.ERROR}),
+    S.COMPLETED: frozenset(),
+    S.ERROR: frozenset(),
+})
+BUSY = frozenset({S.GENERATING, S.EVALUATING, S.EXPANDING})
+
+
+@dataclass(frozen=True, slots=True)
+class Env:
+    """What the caller lends one update: ``now_ms`` (its clock; ``None`` disables time checks) and
+    ``goal_test(problem, path) -> bool``, a trusted check that a root-to-thought path solves the problem."""
+
+    now_ms: float | None = None
+    goal_test: Callable[[str, tuple[str, ...]], bool] | None = None
+
+
+@dataclass(frozen=True)
+class ToTMachine:
+    """The whole state of one search. Immutable: :func:`update` returns a new machine."""
+
+    options: ToTOptions = field(default_factory=ToTOptions)
+    status: Status = Status.IDLE
+    prompt: str | None = None
+    nodes: dict[str, ThoughtNode] = field(default_factory=dict)
+    root_id: str | None = None
+    current_node_id: str | None = None
+    current_call_id: str | None = None
+    pending_thoughts: tuple[ThoughtEntry, ...] = ()
+    frontier: tuple[str, ...] = ()
+    solution_path: tuple[str, ...] = ()
+    termination_reason: TerminationReason | None = None
+    error: str | None = None
+    streaming_text: str = ""
+    usage: dict[str, int] = field(default_factory=dict)
+    started_at_ms: float | None = None
+    finished_at_ms: float | None = None
+    parser_mode: str | None = None
+    parse_retries: dict[str, int] = field(default_factory=lambda: {"generation": 0, "evaluation": 0})
+    request_retries: int = 0  # repair calls spent on the current generate/evaluate request
+    parser_errors: tuple[str, ...] = ()
+    recent_best_scores: tuple[float, ...] = ()
+    closed_nodes: tuple[str, ...] = ()  # nodes whose thoughts could not be read: branches closed
+    run_id: str | None = None  # the start call id; later call ids are ``<run_id>.<n>``
+    node_seq: int = 0
+    call_seq: int = 0
+
+
+def new_machine(options: ToTOptions | None = None, **option_values: Any) -> ToTMachine:
+    """A machine in ``idle``: ``new_machine(branching_factor=2)`` or ``new_machine(ToTOptions(...))``."""
+    return ToTMachine(options=with_options(options, **option_values))
+
+
+def path_texts(machine: ToTMachine, node_id: str) -> tuple[str, ...]:
+    """The thoughts from the root's child down to ``node_id`` (the problem excluded)."""
+    return tuple(node.content for node in get_path_to_node(machine, node_id)[1:])
+
+
+# -- update -------------------------------------------------------------------------------------------------
+
+
+def update(machine: ToTMachine, msg: Message, env: Env | None = None) -> tuple[ToTMachine, list[Directive]]:
+    """Apply ``msg``; return the new machine and the directives to perform. Stale call ids and messages that
+    do not fit the current state are ignored (``(machine, [])``); ``start`` while busy gets ``request_error``."""
+    env = env or Env()
+    if isinstance(msg, Start):
+        return _on_start(machine, msg, env)
+    if not isinstance(msg, (ThoughtsGenerated, ThoughtsEvaluated, LLMResult, LLMPartial)):
+        raise ToTError(f"not a Tree-of-Thoughts message: {msg!r}")
+    if machine.status not in (S.GENERATING, S.EVALUATING) or msg.call_id != machine.current_call_id:
+        return machine, []
+    if isinstance(msg, LLMPartial):
+        if msg.chunk_type != "content" or not isinstance(msg.delta, str):
+            return machine, []
+        return replace(machine, streaming_text=machine.streaming_text + msg.delta), []
+    if isinstance(msg, LLMResult):
+        m = replace(machine, usage=_add_usage(machine.usage, msg.usage), streaming_text="")
+        if not msg.ok:
+            return _fail(m, f"model call failed: {msg.error}", env)
+        text = msg.text if msg.text else machine.streaming_text
+        if m.status is S.GENERATING:
+            thoughts, mode = parse_thoughts(text)
+            return _on_thoughts(replace(m, parser_mode=mode), thoughts, text, env)
+        scores, mode = parse_scores(text, m.pending_thoughts)
+        return _on_scores(replace(m, parser_mode=mode), scores, text, env)
+    if isinstance(msg, ThoughtsGenerated) and machine.status is S.GENERATING:
+        return _on_thoughts(machine, list(msg.thoughts), None, env)
+    if isinstance(msg, ThoughtsEvaluated) and machine.status is S.EVALUATING:
+        return _on_scores(machine, dict(msg.scores), None, env)
+    return machine, []
+
+
+def _goto(m: ToTMachine, status: Status, **changes: Any) -> ToTMachine:
+    if status is not m.status and status not in TRANSITIONS[m.status]:
+        raise ToTError(f"illegal transition {m.status.value} -> {status.value} (a bug in the machine)")
+    return replace(m, status=status, **changes)
+
+
+def _on_start(m: ToTMachine, msg: Start, env: Env) -> tuple[ToTMachine, list[Directive]]:
+    if m.status in BUSY:
+        return m, [RequestError(msg.call_id, "busy", f"a search is already running (status: {m.status.value})")]
+    if m.status is not S.IDLE:
+        return m, [RequestError(msg.call_id, "finished", f"this search has {m.status.value}; start a new machine")]
+    if not isinstance(msg.prompt, str) or not msg.prompt.strip():
+        return m, [RequestError(msg.call_id, "invalid", "the problem (start prompt) is empty")]
+    root = ThoughtNode("n0", None, msg.prompt, None, (), 0)
+    fresh = ToTMachine(options=m.options)
+    m = _goto(fresh, S.GENERATING, prompt=msg.prompt, nodes={root.id: root}, root_id=root.id,
+              current_node_id=root.id, current_call_id=msg.call_id, started_at_ms=env.now_ms, node_seq=1,
+              run_id=msg.call_id)
+    return m, [GenerateThoughts(msg.call_id, root.id, msg.prompt, (), _request_count(m))]
+
+
+def _request_count(m: ToTMachine) -> int:
+    return max(0, min(m.options.branching_factor, m.options.max_nodes - len(m.nodes)))
+
+
+def _call_id(m: ToTMachine) -> tuple[ToTMachine, str]:
+    seq = m.call_seq + 1
+    return replace(m, call_seq=seq), f"{m.run_id}.{seq}"
+
+
+def _current_request(m: ToTMachine) -> GenerateThoughts | EvaluateThoughts:
+    node_id = m.current_node_id or ""
+    path = path_texts(m, node_id)
+    if m.status is S.GENERATING:
+        return GenerateThoughts(m.current_call_id or "", node_id, m.prompt or "", path, _request_count(m))
+    return EvaluateThoughts(m.current_call_id or "", node_id, m.prompt or "", path, m.pending_thoughts)
+
+
+def _retry(m: ToTMachine, phase: Phase, raw: str | None, error: str) -> tuple[ToTMachine, list[Directive]]:
+    request = _current_request(m)
+    m, call_id = _call_id(m)
+    m = replace(
+        m,
+        current_call_id=call_id,
+        request_retries=m.request_retries + 1,
+        parse_retries={**m.parse_retries, phase: m.parse_retries.get(phase, 0) + 1},
+        parser_errors=(*m.parser_errors, f"{phase}_parse_retry"),
+    )
+    return m, [CallLLMStream(call_id, phase, request, raw or "", error)]
+
+
+def _on_thoughts(m: ToTMachine, thoughts: list[str], raw: str | None, env: Env) -> tuple[ToTMachine, list[Directive]]:
+    seen: set[str] = set()
+    cleaned = []
+    for thought in thoughts:
+        text = thought.strip() if isinstance(thought, str) else ""
+        if text and text not in seen:
+            seen.add(text)
+            cleaned.append(text)
+    cleaned = cleaned[: _request_count(m)]
+    if not cleaned:
+        if m.request_retries < m.options.max_parse_retries:
+            return _retry(m, "generation", raw, "no thoughts could be read from the reply")
+        # Close this branch and go on with the frontier (the seed ended the whole search in error).
+        m = replace(m, parser_errors=(*m.parser_errors, "generation_parse_failed"),
+                    closed_nodes=(*m.closed_nodes, m.current_node_id or ""))
+        return _expand(_goto(m, S.EXPANDING), env)
+    entries = tuple(ThoughtEntry(f"t{i}", text) for i, text in enumerate(cleaned, 1))
+    m, call_id = _call_id(m)
+    m = _goto(m, S.EVALUATING, pending_thoughts=entries, current_call_id=call_id, request_retries=0)
+    node_id = m.current_node_id or ""
+    return m, [EvaluateThoughts(call_id, node_id, m.prompt or "", path_texts(m, node_id), entries)]
+
+
+def _on_scores(m: ToTMachine, scores: dict[str, Any], raw: str | None, env: Env) -> tuple[ToTMachine, list[Directive]]:
+    clean = {}
+    for key, value in scores.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:  # not NaN
+            clean[key] = min(max(float(value), 0.0), 1.0)
+    missing = [t.id for t in m.pending_thoughts if t.id not in clean]
+    if missing and m.request_retries < m.options.max_parse_retries:
+        return _retry(m, "evaluation", raw, f"no score could be read for {', '.join(missing)}")
+    if missing:  # the retry budget is spent: the seed's fallback score, recorded in the diagnostics
+        m = replace(m, parser_errors=(*m.parser_errors, "evaluation_fallback"),
+                    parser_mode="default" if len(missing) == len(m.pending_thoughts) else m.parser_mode)
+    parent = m.nodes[m.current_node_id or ""]
+    nodes = dict(m.nodes)
+    child_ids = []
+    for entry in m.pending_thoughts[: max(0, m.options.max_nodes - len(nodes))]:
+        node_id = f"n{m.node_seq + len(child_ids)}"
+        nodes[node_id] = ThoughtNode(node_id, parent.id, entry.content, clean.get(entry.id, FALLBACK_SCORE), (),
+                                     parent.depth + 1)
+        child_ids.append(node_id)
+    nodes[parent.id] = replace(parent, children=(*parent.children, *child_ids))
+    m = replace(m, nodes=nodes, node_seq=m.node_seq + len(child_ids), pending_thoughts=(), request_retries=0)
+    return _after_evaluation(m, [nodes[c] for c in child_ids], env)
+
+
+def _after_evaluation(m: ToTMachine, children: list[ThoughtNode], env: Env) -> tuple[ToTMachine, list[Directive]]:
+    o = m.options
+    if env.goal_test is not None:
+        solved = [c for c in children if env.goal_test(m.prompt or "", path_texts(m, c.id))]
+        if solved:
+            return _complete(m, TerminationReason.SUCCESS, max(solved, key=lambda c: c.score or 0.0).id, env)
+    hits = [c for c in children if (c.score or 0.0) >= o.early_success_threshold and c.depth >= o.min_depth]
+    if hits:
+        return _complete(m, TerminationReason.THRESHOLD, max(hits, key=lambda c: c.score or 0.0).id, env)
+    if children and children[0].depth >= o.min_depth:  # only answers count towards convergence
+        best = find_best_leaf(m, o.min_depth)
+        recent = (*m.recent_best_scores, best.score if best and best.score is not None else 0.0)
+        m = replace(m, recent_best_scores=recent[-o.convergence_window:])
+    if _converged(m):
+        return _complete(m, TerminationReason.CONVERGED, None, env)
+    open_children = [c.id for c in children if c.depth < o.max_depth]  # a child at max_depth closes its branch
+    return _expand(_goto(m, S.EXPANDING, frontier=_grow_frontier(m, open_children)), env)
+
+
+def _converged(m: ToTMachine) -> bool:
+    window, scores = m.options.convergence_window, m.recent_best_scores
+    return window > 1 and len(scores) >= window and scores[-1] - scores[0] < m.options.min_score_improvement
+
+
+def _grow_frontier(m: ToTMachine, new: list[str]) -> tuple[str, ...]:
+    strategy = m.options.traversal_strategy
+    if strategy is Traversal.BFS:
+        return (*m.frontier, *new)
+    if strategy is Traversal.DFS:
+        return (*new, *m.frontier)
+    ranked = sorted((*m.frontier, *new), key=lambda node_id: -(m.nodes[node_id].score or 0.0))  # stable
+    width = m.options.beam_width
+    return tuple(ranked[:width] if width else ranked)
+
+
+def _expand(m: ToTMachine, env: Env) -> tuple[ToTMachine, list[Directive]]:
+    o = m.options
+    if len(m.nodes) >= o.max_nodes:
+        return _complete(m, TerminationReason.MAX_NODES, None, env)
+    if o.max_duration_ms is not None and _elapsed(m, env) is not None and _elapsed(m, env) >= o.max_duration_ms:
+        return _complete(m, TerminationReason.MAX_DURATION, None, env)
+    if not m.frontier:
+        return _complete(m, TerminationReason.MAX_DEPTH, None, env)
+    node_id, rest = m.frontier[0], m.frontier[1:]
+    m, call_id = _call_id(m)
+    m = _goto(m, S.GENERATING, frontier=rest, current_node_id=node_id, current_call_id=call_id,
+              request_retries=0, streaming_text="")
+    return m, [GenerateThoughts(call_id, node_id, m.prompt or "", path_texts(m, node_id), _request_count(m))]
+
+
+def _elapsed(m: ToTMachine, env: Env) -> float | None:
+    if env.now_ms is None or m.started_at_ms is None:
+        return None
+    return env.now_ms - m.started_at_ms
+
+
+def _complete(m: ToTMachine, reason: TerminationReason, node_id: str | None, env: Env) -> tuple[ToTMachine, list[Directive]]:
+    if node_id is None:
+        best = find_best_leaf(m, m.options.min_depth)
+        if best is None:
+            return _fail(m, f"the search ended ({reason.value}) before any thought was scored", env)
+        node_id = best.id
+    path = tuple(node.id for node in get_path_to_node(m, node_id))
+    return _goto(m, S.COMPLETED, termination_reason=reason, solution_path=path, finished_at_ms=env.now_ms,
+                 current_call_id=None, pending_thoughts=()), []
+
+
+def _fail(m: ToTMachine, error: str, env: Env) -> tuple[ToTMachine, list[Directive]]:
+    return _goto(m, S.ERROR, termination_reason=TerminationReason.ERROR, error=error, finished_at_ms=env.now_ms,
+                 current_call_id=None, pending_thoughts=()), []
+
+
+def _add_usage(total: Mapping[str, int], extra: Mapping[str, int] | None) -> dict[str, int]:
+    """Sum token counts key by key; ``total_tokens`` is derived when a reply does not give it."""
+    if not extra:
+        return dict(total)
+    merged = dict(total)
+    numbers = {k: int(v) for k, v in extra.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if "total_tokens" not in numbers:
+        numbers["total_tokens"] = numbers.get("prompt_tokens", 0) + numbers.get("completion_tokens", 0)
+    for key, value in numbers.items():
+        merged[key] = merged.get(key, 0) + value
+    return merged
+
+
+# -- persistence --------------------------------------------------------------------------------------------
+
+
+def to_dict(machine: ToTMachine) -> dict[str, Any]:
+    """A JSON-ready dict of the whole machine (the seed's ``to_map``); :func:`from_dict` restores it."""
+    data: dict[str, Any] = {}
+    for f in fields(machine):
+        value = getattr(machine, f.name)
+        if f.name == "options":
+            value = value.to_dict()
+        elif f.name == "nodes":
+            value = [node.to_dict() for node in value.values()]
+        elif f.name == "pending_thoughts":
+            value = [{"id": t.id, "content": t.content} for t in value]
+        elif isinstance(value, Enum):
+            value = value.value
+        elif isinstance(value, tuple):
+            value = list(value)
+        elif isinstance(value, dict):
+            value = dict(value)
+        data[f.name] = value
+    return data
+
+
+def from_dict(data: Mapping[str, Any]) -> ToTMachine:
+    """Rebuild a machine saved by :func:`to_dict` (the seed's ``from_map``). Missing keys take defaults;
+    an unknown status, reason or option raises :class:`ToTError` naming it."""
+    try:
+        options = ToTOptions(**dict(data.get("options") or {}))
+        status = Status(data.get("status") or "idle")
+        reason = data.get("termination_reason")
+        values: dict[str, Any] = {k: data[k] for k in (f.name for f in fields(ToTMachine)) if k in data}
+        values.update(
+            options=options,
+            status=status,
+            termination_reason=TerminationReason(reason) if reason else None,
+            nodes={n["id"]: ThoughtNode.from_dict(n) for n in data.get("nodes") or []},
+            pending_thoughts=tuple(ThoughtEntry(t["id"], t["content"]) for t in data.get("pending_thoughts") or []),
+            usage=dict(data.get("usage") or {}),
+            parse_retries={"generation": 0, "evaluation": 0, **dict(data.get("parse_retries") or {})},
+        )
+        for name in ("frontier", "solution_path", "parser_errors", "recent_best_scores", "closed_nodes"):
+            values[name] = tuple(data.get(name) or ())
+        return ToTMachine(**values)
+    except (TypeError, ValueError, KeyError) as exc:
+        if isinstance(exc, ToTError):
+            raise
+        raise ToTError(f"cannot restore a ToT machine from this dict: {type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,189 @@
+"""Reading thoughts and scores out of model text. Pure; model output is data, never code.
+
+Both parsers try, in order: the whole reply as JSON (``json``), a fenced ```json block (``fenced_json``), the
+first JSON value embedded in prose (``embedded_json``), then numbered lines (``numbered``). They return
+``(value, parser_mode)``; ``parser_mode`` is ``"none"`` when nothing could be read. Unlike the seed, the score
+parser never invents a score: a thought it cannot find is simply absent, and the machine decides whether to
+ask again (retry budget) or fall back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from llamabot.reasoning.tot.messages import ThoughtEntry
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)\s*```", re.DOTALL)
+_NUMBERED_THOUGHT = re.compile(r"^\s*(?:[-*]\s*)?(?:(?:thought|step|option|candidate)\s*)?(\d+)\s*[.:)\]]\s+(\S.*)$", re.I)
+_NUMBERED_SCORE = re.compile(
+    r"^\s*(?:[-*]\s*)?(?:thought\s*|candidate\s*|t)?(\d+)\s*[.:)\]=-]?\s*(?:score\s*[:=]?\s*)?"
+    r"(-?\d+(?:\.\d+)?|sure|likely|maybe|impossible)\b",
+    re.I,
+)
+_LABELS = {"sure": 1.0, "likely": 0.5, "maybe": 0.5, "impossible": 0.0}
+_THOUGHT_LIST_KEYS = ("thoughts", "steps", "candidates", "options", "ideas")
+_THOUGHT_TEXT_KEYS = ("content", "thought", "text", "step")
+_MAX_EMBEDDED_TRIES = 32
+
+
+def _json_candidates(text: str) -> Iterator[tuple[Any, str]]:
+    """Every JSON reading of ``text``, most faithful first: ``(value, parser_mode)``."""
+    stripped = text.strip()
+    try:
+        yield json.loads(stripped), "json"
+    except ValueError:
+        pass
+    for block in _FENCE.findall(text):
+        try:
+            yield json.loads(block), "fenced_json"
+        except ValueError:
+            pass
+    decoder = json.JSONDecoder()
+    tries = 0
+    for match in re.finditer(r"[\[{]", text):
+        tries += 1
+        if tries > _MAX_EMBEDDED_TRIES:
+            break
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        yield value, "embedded_json"
+
+
+def _thought_text(item: Any) -> str:
+    if isinstance(item, str):
+        return item.strip()
+    if isinstance(item, dict):
+        for key in _THOUGHT_TEXT_KEYS:
+            if isinstance(item.get(key), str):
+                return item[key].strip()
+    return ""
+
+
+def _thoughts_from_json(value: Any) -> list[str]:
+    items: Any = None
+    if isinstance(value, list):
+        items = value
+    elif isinstance(value, dict):
+        items = next((value[k] for k in _THOUGHT_LIST_KEYS if isinstance(value.get(k), list)), None)
+    if items is None:
+        return []
+    return [text for text in (_thought_text(item) for item in items) if text]
+
+
+def parse_thoughts(text: str | None) -> tuple[list[str], str]:
+    """The thoughts in a model reply, in order, and how they were read.
+
+    Accepts ``{"thoughts": ["...", ...]}`` (or ``{"thoughts": [{"content": "..."}]}``, or a bare list), fenced or
+    embedded, and falls back to numbered lines (``1. ...``, ``2) ...``, ``Step 3: ...``).
+    """
+    if not text or not text.strip():
+        return [], "none"
+    for value, mode in _json_candidates(text):
+        thoughts = _thoughts_from_json(value)
+        if thoughts:
+            return thoughts, mode
+    thoughts: list[str] = []
+    for line in text.splitlines():
+        match = _NUMBERED_THOUGHT.match(line)
+        if match:
+            thoughts.append(match.group(2).strip())
+        elif thoughts and line.strip() and not line.strip().startswith(("```", "{", "}")):
+            thoughts[-1] = f"{thoughts[-1]} {line.strip()}"
+    return (thoughts, "numbered") if thoughts else ([], "none")
+
+
+def _entries(thoughts: Sequence[ThoughtEntry | str]) -> list[ThoughtEntry]:
+    return [t if isinstance(t, ThoughtEntry) else ThoughtEntry(f"t{i}", str(t)) for i, t in enumerate(thoughts, 1)]
+
+
+def _raw_score(value: Any) -> tuple[float, bool] | None:
+    """``(number, is_label)`` for a score as a model may write it, or ``None``."""
+    if isinstance(value, dict):
+        value = value.get("score", value.get("value"))
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        word = value.strip().lower()
+        if word in _LABELS:
+            return _LABELS[word], True
+        try:
+            number = float(word)
+        except ValueError:
+            return None
+    else:
+        return None
+    return (number, False) if math.isfinite(number) else None
+
+
+def _key_to_id(key: Any, entries: list[ThoughtEntry]) -> str | None:
+    text = str(key).strip()
+    lowered = text.lower()
+    for entry in entries:
+        if lowered == entry.id.lower() or text == entry.content:
+            return entry.id
+    digits = re.fullmatch(r"(?:t|thought\s*|candidate\s*)?(\d+)", lowered)
+    if digits and 1 <= int(digits.group(1)) <= len(entries):
+        return entries[int(digits.group(1)) - 1].id
+    return None
+
+
+def _scores_from_json(value: Any, entries: list[ThoughtEntry]) -> dict[str, tuple[float, bool]]:
+    if isinstance(value, dict) and "scores" in value:
+        value = value["scores"]
+    found: dict[str, tuple[float, bool]] = {}
+    if isinstance(value, dict):
+        for key, raw in value.items():
+            thought_id, score = _key_to_id(key, entries), _raw_score(raw)
+            if thought_id is not None and score is not None:
+                found[thought_id] = score
+    elif isinstance(value, list):
+        for index, raw in enumerate(value[: len(entries)]):
+            key = raw.get("id", index + 1) if isinstance(raw, dict) else index + 1
+            thought_id, score = _key_to_id(key, entries), _raw_score(raw)
+            if thought_id is not None and score is not None:
+                found[thought_id] = score
+    return found
+
+
+def _normalised(found: dict[str, tuple[float, bool]]) -> dict[str, float]:
+    """Scores in [0, 1]: numbers on a 0-10 or 0-100 scale are rescaled (all of a reply's numbers together)."""
+    numbers = [n for n, is_label in found.values() if not is_label]
+    top = max(numbers, default=0.0)
+    scale = 1.0 if top <= 1.0 else 10.0 if top <= 10.0 else 100.0 if top <= 100.0 else top
+    return {
+        key: (n if is_label else min(max(n / scale, 0.0), 1.0))
+        for key, (n, is_label) in found.items()
+    }
+
+
+def parse_scores(text: str | None, thoughts: Sequence[ThoughtEntry | str]) -> tuple[dict[str, float], str]:
+    """Scores in [0, 1] for the ``thoughts`` found in a model reply, keyed by thought id, and how they were read.
+
+    Accepts ``{"scores": {"t1": 0.8}}``, ``{"t1": 0.8}``, ``{"scores": [0.8, 0.4]}``, keys by id, by 1-based
+    index or by content; values as numbers, numeric strings or ``sure``/``likely``/``impossible``; fenced or
+    embedded; then numbered lines (``1. 0.8``, ``t2: 0.4``). Thoughts without a readable score are left out.
+    """
+    entries = _entries(thoughts)
+    if not text or not text.strip() or not entries:
+        return {}, "none"
+    for value, mode in _json_candidates(text):
+        found = _scores_from_json(value, entries)
+        if found:
+            return _normalised(found), mode
+    found = {}
+    for line in text.splitlines():
+        match = _NUMBERED_SCORE.match(line)
+        if match is None:
+            continue
+        thought_id, score = _key_to_id(match.group(1), entries), _raw_score(match.group(2))
+        if thought_id is not None and score is not None and thought_id not in found:
+            found[thought_id] = score
+    return (_normalised(found), "numbered") if found else ({}, "none")

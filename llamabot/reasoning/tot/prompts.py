@@ -1,0 +1,121 @@
+"""Prompts of the Tree-of-Thoughts driver: how each directive becomes chat messages. Pure.
+
+:class:`ToTPrompts` renders a :class:`GenerateThoughts`, :class:`EvaluateThoughts` or :class:`CallLLMStream`
+directive into messages and a ``response_format`` (a JSON schema; the embedded model enforces it by grammar).
+Override the two system prompts (``replace(prompts, generation_prompt=...)``, or ``ToTBot(generation_prompt=...)``)
+or subclass it for a task (see ``games/game24_prompts.py``). The evaluator always sees the problem and the path
+to the candidates (a fix of the seed, whose evaluator saw only the candidate thoughts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from llamabot.messages import Message, assistant, system, user
+from llamabot.reasoning.tot.messages import CallLLMStream, EvaluateThoughts, GenerateThoughts, ModelDirective
+
+DEFAULT_GENERATION_PROMPT = (
+    "You are a careful problem solver who works in small steps. Given a problem and the steps taken so far, "
+    "propose distinct next steps: each materially different from the others, concise, and moving toward a "
+    'solution. Reply with JSON only: {"thoughts": ["<step>", "<step>"]}'
+)
+DEFAULT_EVALUATION_PROMPT = (
+    "You judge partial solutions. Given a problem, the steps taken so far and candidate next steps, score each "
+    "candidate from 0.0 to 1.0 for how likely it leads to a correct solution (is it correct? does it make "
+    "progress? how close is it to a full solution?). A complete and correct solution scores 1.0. "
+    'Reply with JSON only: {"scores": {"t1": <score>, "t2": <score>}} using the candidate ids.'
+)
+MAX_THOUGHT_CHARS = 300
+
+
+def thoughts_schema(count: int) -> dict[str, Any]:
+    """JSON schema of a generation reply: ``{"thoughts": [1..count strings]}``."""
+    return {
+        "type": "object",
+        "properties": {
+            "thoughts": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1, "maxLength": MAX_THOUGHT_CHARS},
+                "minItems": 1,
+                "maxItems": max(1, count),
+            }
+        },
+        "required": ["thoughts"],
+        "additionalProperties": False,
+    }
+
+
+def scores_schema(ids: list[str]) -> dict[str, Any]:
+    """JSON schema of an evaluation reply: ``{"scores": {<every id>: number}}``."""
+    return {
+        "type": "object",
+        "properties": {
+            "scores": {
+                "type": "object",
+                "properties": {thought_id: {"type": "number"} for thought_id in ids},
+                "required": list(ids),
+                "additionalProperties": False,
+            }
+        },
+        "required": ["scores"],
+        "additionalProperties": False,
+    }
+
+
+def _steps(path: tuple[str, ...]) -> list[str]:
+    if not path:
+        return ["Steps so far: none."]
+    return ["Steps so far:", *(f"{index}. {step}" for index, step in enumerate(path, 1))]
+
+
+@dataclass(frozen=True)
+class ToTPrompts:
+    """Turns directives into chat messages. ``generation_prompt`` / ``evaluation_prompt`` are the system
+    prompts; the ``*_user`` methods write the user turn; ``answer`` reads the final answer off a solution path."""
+
+    generation_prompt: str = DEFAULT_GENERATION_PROMPT
+    evaluation_prompt: str = DEFAULT_EVALUATION_PROMPT
+
+    def generation_user(self, directive: GenerateThoughts) -> str:
+        which = "first" if not directive.path else "next"
+        return "\n".join(
+            [f"Problem: {directive.problem}", *_steps(directive.path),
+             f"Propose {directive.count} different {which} steps."]
+        )
+
+    def evaluation_user(self, directive: EvaluateThoughts) -> str:
+        candidates = [f"{t.id}: {t.content}" for t in directive.thoughts]
+        return "\n".join(
+            [f"Problem: {directive.problem}", *_steps(directive.path), "Candidate next steps:", *candidates,
+             f"Score every candidate ({', '.join(t.id for t in directive.thoughts)})."]
+        )
+
+    def repair_user(self, directive: CallLLMStream) -> str:
+        if directive.phase == "generation":
+            shape = '{"thoughts": ["<step>", "<step>"]}'
+        else:
+            ids = [t.id for t in directive.request.thoughts] if isinstance(directive.request, EvaluateThoughts) else []
+            shape = '{"scores": {' + ", ".join(f'"{i}": <score between 0 and 1>' for i in ids) + "}}"
+        return f"Your reply could not be read: {directive.error}. Reply again with only this JSON: {shape}"
+
+    def messages(self, directive: ModelDirective) -> list[Message]:
+        """The chat messages for one model directive (a repair repeats the request, the reply and the error)."""
+        if isinstance(directive, CallLLMStream):
+            return [*self.messages(directive.request), assistant(directive.raw_text), user(self.repair_user(directive))]
+        if isinstance(directive, GenerateThoughts):
+            return [system(self.generation_prompt), user(self.generation_user(directive))]
+        return [system(self.evaluation_prompt), user(self.evaluation_user(directive))]
+
+    def response_format(self, directive: ModelDirective) -> dict[str, Any]:
+        """The OpenAI ``response_format`` for the directive's reply."""
+        request = directive.request if isinstance(directive, CallLLMStream) else directive
+        if isinstance(request, GenerateThoughts):
+            name, schema = "tot_thoughts", thoughts_schema(request.count)
+        else:
+            name, schema = "tot_scores", scores_schema([t.id for t in request.thoughts])
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+
+    def answer(self, problem: str, path: tuple[str, ...]) -> str | None:
+        """The answer a solution path gives; by default its last thought."""
+        return path[-1] if path else None

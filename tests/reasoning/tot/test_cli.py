@@ -1,0 +1,94 @@
+"""``llamabot tot`` and ``llamabot eval tot``, through LiteLLM with a scripted provider (TOT-CLI-*)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from llamabot.cli import app
+from llamabot.models.scripted import ScriptedModel, json_reply
+from llamabot.models.scripted_provider import register_scripted_provider
+from tests.reasoning.tot.helpers import game24_oracle, oracle_model
+
+ENV = {"COLUMNS": "200"}
+
+
+def test_tot_cli_010_tot_prints_the_tree_the_best_solution_and_its_check():
+    model = oracle_model(name="tot-cli")
+    name = register_scripted_provider(model, prefix="scripted-tot-cli")
+    result = CliRunner().invoke(app, ["tot", "4 9 10 13", "--model", name, "--no-stream", "--mermaid"], env=ENV)
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "problem: 4 9 10 13" in out and "★" in out and "[1.00]" in out  # the tree, scores, solution path
+    assert "termination: threshold" in out
+    assert "best solution: (10 - 4) * (13 - 9)  check: correct" in out
+    assert "flowchart TD" in out and "classDef solution" in out
+    assert model.requests[0].response_format["json_schema"]["name"] == "tot_thoughts"  # reached via LiteLLM
+
+
+def test_tot_cli_020_a_wrong_best_solution_is_reported_as_wrong():
+    def confident_but_wrong(request):
+        if request.response_format["json_schema"]["name"] == "tot_thoughts":
+            return json_reply({"thoughts": ["13 + 9 = 22", "10 + 4 = 14"]})
+        ids = request.response_format["json_schema"]["schema"]["properties"]["scores"]["required"]
+        return json_reply({"scores": {i: 1.0 for i in ids}})
+
+    name = register_scripted_provider(ScriptedModel(responder=confident_but_wrong, name="wrong"),
+                                      prefix="scripted-tot-wrong")
+    result = CliRunner().invoke(app, ["tot", "4 9 10 13", "--model", name, "--no-stream", "-b", "2"], env=ENV)
+    assert result.exit_code == 0, result.output
+    assert "check: wrong" in result.output or "check: no complete expression" in result.output
+
+
+def test_tot_cli_030_bad_input_is_rejected_with_a_clear_message():
+    runner = CliRunner()
+    bad_puzzle = runner.invoke(app, ["tot", "four nine ten"], env=ENV)
+    assert bad_puzzle.exit_code == 2 and "whole numbers" in bad_puzzle.output
+    bad_game = runner.invoke(app, ["tot", "1 2 3 4", "--game", "chess"], env=ENV)
+    assert bad_game.exit_code == 2 and "game24 or none" in bad_game.output
+
+
+def test_tot_cli_040_eval_reports_success_nodes_tokens_and_time_for_tot_io_and_cot(tmp_path):
+    model = ScriptedModel(responder=game24_oracle, name="tot-eval")
+    name = register_scripted_provider(model, prefix="scripted-tot-eval")
+    dataset = tmp_path / "puzzles.csv"
+    dataset.write_text("Rank,Puzzles\n1,4 9 10 13\n2,1 1 4 6\n3,1 1 11 11\n")
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(
+        app, ["eval", "tot", "--dataset", "game24", str(dataset), "--limit", "2", "--model", name, "--out", str(out)],
+        env=ENV,
+    )
+    assert result.exit_code == 0, result.output
+    assert "Game of 24 · 2 puzzles" in result.output and "6/6" in result.output  # the progress bar's count
+    report = json.loads(out.read_text())
+    summary = {s["method"]: s for s in report["summary"]}
+    assert list(summary) == ["io", "cot", "tot"]
+    assert summary["tot"]["success_rate"] == 1.0 and summary["io"]["success_rate"] == 0.0
+    assert summary["tot"]["mean_nodes"] > 1 and summary["tot"]["total_tokens"] > summary["io"]["total_tokens"]
+    assert all(s["total_seconds"] >= 0 for s in summary.values())
+    assert report["config"]["tot_options"]["min_depth"] == 3 and report["model"] == name
+    assert [a["puzzle"] for a in report["attempts"]] == ["4 9 10 13"] * 3 + ["1 1 4 6"] * 3
+
+
+def test_tot_cli_050_eval_rejects_an_unreadable_dataset_naming_the_line(tmp_path):
+    dataset = tmp_path / "bad.txt"
+    dataset.write_text("4 9 10 13\nnot a puzzle\n")
+    result = CliRunner().invoke(app, ["eval", "tot", "--dataset", "game24", str(dataset)], env=ENV)
+    assert result.exit_code == 2 and "line 2" in result.output
+    other = CliRunner().invoke(app, ["eval", "tot", "--dataset", "svamp", str(dataset)], env=ENV)
+    assert other.exit_code == 2 and "game24" in other.output
+
+
+def test_tot_cli_060_the_commands_are_registered_without_importing_litellm():
+    code = (
+        "import sys\nfrom typer.testing import CliRunner\nfrom llamabot.cli import app\n"
+        "r = CliRunner().invoke(app, ['tot', '--help'])\nassert r.exit_code == 0 and 'Tree-of-Thoughts' in r.output\n"
+        "r = CliRunner().invoke(app, ['eval', 'tot', '--help'])\nassert r.exit_code == 0 and 'baselines' in r.output\n"
+        "print(sorted(m for m in ('litellm', 'llama_cpp') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,75 @@
+"""The Game-of-24 evaluation harness: datasets, methods and the report (TOT-EVAL-*)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llamabot.models.scripted import ScriptedModel
+from llamabot.reasoning.tot.evaluation import (
+    GAME24_TOT_OPTIONS,
+    DatasetError,
+    evaluate_game24,
+    load_game24,
+    run_baseline,
+)
+from tests.reasoning.tot.helpers import game24_oracle
+
+DEV = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "game24_dev.csv"
+
+
+def test_tot_eval_010_datasets_load_from_the_papers_csv_or_plain_lines(tmp_path):
+    csv_file = tmp_path / "24.csv"
+    csv_file.write_text("Rank,Puzzles,AMT (s)\n1,1 1 4 6,4.4\n2,1 1 11 11,4.41\n3,1 1 3 8,4.45\n")
+    assert load_game24(csv_file) == ["1 1 4 6", "1 1 11 11", "1 1 3 8"]
+    assert load_game24(csv_file, limit=2) == ["1 1 4 6", "1 1 11 11"]
+    lines = tmp_path / "puzzles.txt"
+    lines.write_text("4 9 10 13\n\n1 2 3 4\n")
+    assert load_game24(lines) == ["4 9 10 13", "1 2 3 4"]
+    if DEV.exists():
+        assert len(load_game24(DEV)) == 30 and load_game24(DEV, 1) == ["1 1 4 6"]
+
+
+def test_tot_eval_010_an_unreadable_dataset_raises_dataset_error_naming_file_and_line(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("Rank,Puzzles\n1,1 1 4 6\n2,one two\n")
+    with pytest.raises(DatasetError, match=r"bad\.csv, line 3"):
+        load_game24(bad)
+    with pytest.raises(DatasetError, match="cannot read"):
+        load_game24(tmp_path / "missing.csv")
+    (tmp_path / "empty.txt").write_text("\n")
+    with pytest.raises(DatasetError, match="no puzzles"):
+        load_game24(tmp_path / "empty.txt")
+
+
+def test_tot_eval_020_baselines_make_one_call_and_are_judged_by_the_checker():
+    model = ScriptedModel(["Answer: (13 - 9) * (10 - 4) = 24", "4 + 9 = 13\nno answer", ConnectionError("down")])
+    right = run_baseline(model, "io", "4 9 10 13")
+    wrong = run_baseline(model, "cot", "4 9 10 13")
+    failed = run_baseline(model, "io", "4 9 10 13")
+    assert right.solved and right.answer == "(13 - 9) * (10 - 4) = 24" and right.model_calls == 1 and right.nodes == 1
+    assert not wrong.solved and wrong.answer is None
+    assert not failed.solved and "ConnectionError" in failed.error
+    assert model.requests[0].messages[0]["content"].startswith("Use numbers and basic arithmetic")
+    assert "Steps:" in model.requests[1].messages[0]["content"] and model.requests[1].last_user_text == "Input: 4 9 10 13"
+
+
+def test_tot_eval_030_the_report_compares_the_methods_on_the_same_model():
+    model = ScriptedModel(responder=game24_oracle)
+    seen = []
+    report = evaluate_game24(["4 9 10 13", "1 1 4 6"], model, on_attempt=seen.append, max_tokens=64)
+    assert [(a.puzzle, a.method) for a in seen] == [
+        ("4 9 10 13", "io"), ("4 9 10 13", "cot"), ("4 9 10 13", "tot"),
+        ("1 1 4 6", "io"), ("1 1 4 6", "cot"), ("1 1 4 6", "tot"),
+    ]
+    summary = {s.method: s for s in report.summaries()}
+    assert summary["tot"].success_rate == 1.0 and summary["tot"].solution_in_tree_rate == 1.0
+    assert summary["io"].success_rate == 0.0 and summary["io"].solution_in_tree_rate is None
+    assert summary["tot"].model_calls > summary["cot"].model_calls == 2
+    assert all(r.params == {"max_tokens": 64} for r in model.requests)
+    data = report.to_dict()
+    assert data["config"]["tot_options"] == GAME24_TOT_OPTIONS and data["config"]["verify"] is False
+    assert len(data["attempts"]) == 6 and data["summary"][2]["method"] == "tot"
+    with pytest.raises(ValueError, match="unknown method"):
+        evaluate_game24(["1 1 4 6"], model, methods=["tot", "magic"])

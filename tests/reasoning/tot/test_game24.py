@@ -1,0 +1,152 @@
+"""The Game-of-24 checker, step bookkeeping and prompts (TOT-G24-*)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from fractions import Fraction
+
+import pytest
+
+from llamabot.reasoning.tot.games.game24 import (
+    ExpressionError,
+    PuzzleError,
+    check_game24,
+    evaluate_expression,
+    parse_puzzle,
+)
+from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
+from llamabot.reasoning.tot.games.game24_steps import (
+    expression_from_steps,
+    extract_answer,
+    is_solution_path,
+    numbers_left,
+    parse_step,
+)
+from llamabot.reasoning.tot.messages import EvaluateThoughts, GenerateThoughts, ThoughtEntry
+
+
+@pytest.mark.parametrize(
+    ("puzzle", "expression"),
+    [
+        ("4 9 10 13", "(13 - 9) * (10 - 4)"),
+        ("4 9 10 13", "(13-9)*(10-4) = 24"),
+        ("1 1 4 6", "4 * 6 * 1 * 1"),
+        ("1 1 4 6", "6 * 4 / 1 / 1"),
+        ("3 3 8 8", "8 / (3 - 8 / 3)"),  # needs exact fractions: 8 / (1/3)
+        ("1 5 5 5", "5 * (5 - 1 / 5)"),
+        ("4 9 10 13", "(13 − 9) × (10 − 4)"),  # unicode operators
+        ("4 9 10 13", "(13 − 9) × (10 − 4) = 24"),
+        ("2 2 10 10", "2 + 2 + 10 + 10"),
+    ],
+)
+def test_tot_g24_010_a_right_solution_checks(puzzle, expression):
+    assert check_game24(puzzle, expression) is True
+
+
+@pytest.mark.parametrize(
+    ("puzzle", "expression"),
+    [
+        ("4 9 10 13", "(13 - 9) * (10 + 4)"),  # 56
+        ("4 9 10 13", "13 + 9 + 10 - 4"),  # 28
+        ("3 3 8 8", "8 / 3 * 8 + 3"),  # not exactly 24 (float rounding would fool a float checker)
+        ("4 9 10 13", "(13 - 9) * (10 - 4) = 25"),
+    ],
+)
+def test_tot_g24_020_a_wrong_value_does_not_check(puzzle, expression):
+    assert check_game24(puzzle, expression) is False
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["4 * 6", "(13 - 9) * (10 - 4) * 1", "(13 - 13) + 24", "6 * 4 * 1 * 1", "(12 - 9) * (10 - 2)"],
+)
+def test_tot_g24_030_numbers_must_equal_the_puzzles_as_a_multiset(expression):
+    assert check_game24("4 9 10 13", expression) is False
+
+
+def test_tot_g24_030_a_repeated_number_must_appear_as_often_as_in_the_puzzle():
+    assert check_game24("1 1 4 6", "1 * 4 * 6 * 1") is True
+    assert check_game24("1 1 4 6", "1 * 4 * 6") is False
+    assert check_game24("1 4 6", "1 * 1 * 4 * 6") is False
+
+
+def test_tot_g24_040_division_by_zero_is_wrong_not_a_crash():
+    assert check_game24("1 1 4 6", "4 * 6 / (1 - 1)") is False
+    with pytest.raises(ExpressionError, match="division by zero"):
+        evaluate_expression("4 / (1 - 1)")
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["", "   ", "(13 - 9) * (10 - 4", "13 - 9) * (10 - 4)", "13 9 10 4", "13 - - 9", "-4 + 28", "2.5 * 4",
+     "13 ** 2", "x * 24", "__import__('os').system('echo hacked')", "(" * 100 + "24" + ")" * 100, "9" * 600,
+     "(13 - 9) * (10 - 4) = 24 = 24", None],
+)
+def test_tot_g24_050_malformed_expressions_are_wrong_and_never_executed(expression):
+    assert check_game24("4 9 10 13", expression) is False
+
+
+def test_tot_g24_050_errors_name_what_and_where():
+    with pytest.raises(ExpressionError, match=r"unexpected character 'x' at position 4"):
+        evaluate_expression("4 * x")
+    with pytest.raises(ExpressionError, match="expected '\\)' at the end"):
+        evaluate_expression("(1 + 2")
+    assert evaluate_expression("(8 / 3) * 9").value == Fraction(24)
+    assert evaluate_expression("1 + 2 * 3 - 4 / 2").numbers == (1, 2, 3, 4, 2)
+
+
+@pytest.mark.parametrize("puzzle", ["", "4 9 x 13", "4.5 9 10 13", "four nine"])
+def test_tot_g24_060_a_malformed_puzzle_raises_puzzle_error(puzzle):
+    with pytest.raises(PuzzleError, match="whole numbers"):
+        check_game24(puzzle, "24")
+    assert parse_puzzle("4, 9, 10, 13") == (4, 9, 10, 13)
+
+
+def test_tot_g24_070_steps_track_the_numbers_left_and_build_the_expression():
+    steps = ["13 - 9 = 4 (left: 4 4 10)", "Step 2: 10 - 4 = 6", "4 × 6 = 24"]
+    assert parse_step("8/4=2").op == "/" and parse_step("no step") is None
+    assert numbers_left("4 9 10 13", steps[:1]) == (Fraction(4), Fraction(10), Fraction(4))
+    assert numbers_left("4 9 10 13", ["13 - 7 = 6"]) is None  # 7 is not left
+    assert expression_from_steps("4 9 10 13", steps) == "(13 - 9) * (10 - 4)"
+    assert is_solution_path("4 9 10 13", steps)
+    assert expression_from_steps("4 9 10 13", steps[:2]) is None  # two numbers still left
+    wrong = ["9 + 10 = 20", "20 + 4 = 24", "24 * 13 = 24"]  # claims 24 at the end; the expression is 299
+    assert numbers_left("4 9 10 13", wrong) == (Fraction(24),) and not is_solution_path("4 9 10 13", wrong)
+
+
+def test_tot_g24_070_extract_answer_reads_the_answer_line_or_the_steps():
+    assert extract_answer("Steps...\nAnswer: (6 - 4) * (4 + 8) = 24.", "4 4 6 8") == "(6 - 4) * (4 + 8) = 24"
+    cot = "4 + 8 = 12 (left: 4 6 12)\n6 - 4 = 2 (left: 2 12)\n2 * 12 = 24 (left: 24)"
+    assert check_game24("4 4 6 8", extract_answer(cot, "4 4 6 8"))
+    assert extract_answer("I give up", "4 4 6 8") is None and extract_answer(None, "1 2 3 4") is None
+
+
+def test_tot_g24_080_the_game_prompts_show_the_numbers_left_and_compose_the_answer():
+    prompts = Game24Prompts()
+    generate = prompts.generation_user(GenerateThoughts("c", "n1", "4 9 10 13", ("13 - 9 = 4",), 3))
+    assert "Numbers: 4 9 10 13" in generate and "13 - 9 = 4" in generate and "Numbers left: 4 10 4" in generate
+    evaluate = prompts.evaluation_user(EvaluateThoughts(
+        "c", "n1", "4 9 10 13", ("13 - 9 = 4",), (ThoughtEntry("t1", "10 - 4 = 6"), ThoughtEntry("t2", "7 + 1 = 8"))))
+    assert "t1: 10 - 4 = 6 -> left: 4 6" in evaluate and "t2: 7 + 1 = 8 -> not a valid step" in evaluate
+    assert "Numbers: 4 9 10 13" in evaluate and "13 - 9 = 4" in evaluate  # the evaluator sees problem and path
+    last = prompts.evaluation_user(EvaluateThoughts(
+        "c", "n3", "4 9 10 13", ("13 - 9 = 4", "10 - 4 = 6"),
+        (ThoughtEntry("t1", "4 * 6 = 24"), ThoughtEntry("t2", "4 * 6 = 25"), ThoughtEntry("t3", "6 - 4 = 2"))))
+    assert "t1: 4 * 6 = 24 -> left: 24 (the last number, it is 24)" in last
+    assert "t2: 4 * 6 = 25 -> left: 25 (the last number, not 24)" in last  # the claim is shown, not checked
+    assert "last two numbers" in prompts.generation_user(
+        GenerateThoughts("c", "n2", "4 9 10 13", ("13 - 9 = 4", "10 - 4 = 6"), 3))
+    assert prompts.generation_prompt == prompts.evaluation_prompt  # one system prompt: a shared cached prefix
+    assert prompts.answer("4 9 10 13", ("13 - 9 = 4", "10 - 4 = 6", "4 * 6 = 24")) == "(13 - 9) * (10 - 4)"
+
+
+def test_tot_g24_090_check_game24_is_importable_from_the_package_without_litellm():
+    code = (
+        "import sys\nfrom llamabot.reasoning.tot import check_game24\n"
+        "assert check_game24('4 9 10 13', '(13 - 9) * (10 - 4)')\n"
+        "print(sorted(m for m in ('litellm', 'llama_cpp') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
