@@ -1,0 +1,95 @@
+"""ANoT (Adaptive Network of Thought): strategy -> LWT through the agent graph -> parallel DAG execution.
+
+``parse_lwt`` and ``execution_layers`` (the pure LWT core) are imported eagerly and cheaply; every other
+public name is imported on first access, so ``import llamabot.reasoning.anot`` never imports LiteLLM.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from llamabot.reasoning.anot.lwt import (
+    LWTCycleError,
+    LWTError,
+    LWTReferenceError,
+    LWTStep,
+    LWTSyntaxError,
+    execution_layers,
+    parse_lwt,
+)
+
+_LAZY: dict[str, str] = {
+    "ANoTBot": "llamabot.reasoning.anot.bot",
+    "AsyncANoTBot": "llamabot.reasoning.anot.bot",
+    "ANoTResult": "llamabot.reasoning.anot.state",
+    "CoTBot": "llamabot.reasoning.anot.cot",
+    "AsyncCoTBot": "llamabot.reasoning.anot.cot",
+    "ConditionType": "llamabot.reasoning.anot.vocabulary",
+    "YELP_VOCABULARY": "llamabot.reasoning.anot.vocabulary",
+    "Strategy": "llamabot.reasoning.anot.strategy",
+    "render_strategy": "llamabot.reasoning.anot.strategy",
+    "substitute": "llamabot.reasoning.anot.substitution",
+    "SubstitutionContext": "llamabot.reasoning.anot.substitution",
+    "SubstitutionError": "llamabot.reasoning.anot.substitution",
+    "DataPathError": "llamabot.reasoning.anot.paths",
+    "parse_ranking": "llamabot.reasoning.anot.ranking",
+    "Ranking": "llamabot.reasoning.anot.ranking",
+    "lwt_mermaid": "llamabot.reasoning.anot.mermaid",
+    "load_dataset": "llamabot.reasoning.anot.data",
+    "evaluate": "llamabot.reasoning.anot.harness",
+}
+
+__all__ = [
+    "ANoTBot",
+    "ANoTResult",
+    "AsyncANoTBot",
+    "AsyncCoTBot",
+    "CoTBot",
+    "ConditionType",
+    "DataPathError",
+    "LWTCycleError",
+    "LWTError",
+    "LWTReferenceError",
+    "LWTStep",
+    "LWTSyntaxError",
+    "Ranking",
+    "Strategy",
+    "SubstitutionContext",
+    "SubstitutionError",
+    "YELP_VOCABULARY",
+    "evaluate",
+    "execution_layers",
+    "load_dataset",
+    "lwt_mermaid",
+    "parse_lwt",
+    "parse_ranking",
+    "render_strategy",
+    "substitute",
+]
+
+if TYPE_CHECKING:
+    from llamabot.reasoning.anot.bot import ANoTBot, AsyncANoTBot
+    from llamabot.reasoning.anot.cot import AsyncCoTBot, CoTBot
+    from llamabot.reasoning.anot.data import load_dataset
+    from llamabot.reasoning.anot.harness import evaluate
+    from llamabot.reasoning.anot.mermaid import lwt_mermaid
+    from llamabot.reasoning.anot.paths import DataPathError
+    from llamabot.reasoning.anot.ranking import Ranking, parse_ranking
+    from llamabot.reasoning.anot.state import ANoTResult
+    from llamabot.reasoning.anot.strategy import Strategy, render_strategy
+    from llamabot.reasoning.anot.substitution import SubstitutionContext, SubstitutionError, substitute
+    from llamabot.reasoning.anot.vocabulary import YELP_VOCABULARY, ConditionType
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'llamabot.reasoning.anot' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)

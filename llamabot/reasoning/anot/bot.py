@@ -1,0 +1,189 @@
+"""ANoTBot and AsyncANoTBot: rank any list of JSON items for a request with ANoT's three phases.
+
+    StrategyNode -("lwt")-> LWTNode -("execute")-> LayerNode -("layer")-> LayerNode -("rank")-> RankNode
+
+Phase 2 *is* an ``AsyncAgentBot`` graph (decision node + one tool node per tool) whose decision node offers
+only ``lwt_list``, ``lwt_insert``, ``lwt_set``, ``read`` and the terminal ``done`` (its forced final decision
+names ``done``). Every graph is built per bot; every run gets a fresh shared dict, script and trace, so
+concurrent ``arun`` calls on one bot never share state. The condition vocabulary is a constructor argument
+(``YELP_VOCABULARY`` by default), not hard-coded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from llamabot.bot.agentbot import AsyncAgentBot
+from llamabot.bot.structuredbot import StructuredBot
+from llamabot.bot.toolbot import ToolBot
+from llamabot.components.pocketflow.flow import AsyncFlow, Flow
+from llamabot.components.pocketflow.nodes import DecideNode
+from llamabot.components.pocketflow.visualization import MermaidDiagram, to_mermaid
+from llamabot.models.seam import ChatModel, get_model
+from llamabot.reasoning.anot.debug import SUMMARY, DebugLog
+from llamabot.reasoning.anot.executor import DEFAULT_CONCURRENCY
+from llamabot.reasoning.anot.lwt import LWTStep, execution_layers, parse_lwt
+from llamabot.reasoning.anot.nodes import LayerNode, LWTNode, RankNode, StrategyNode
+from llamabot.reasoning.anot.prompts import PHASE1_SYSTEM, PHASE2_SYSTEM
+from llamabot.reasoning.anot.ranking import Ranking
+from llamabot.reasoning.anot.state import ANoTResult, new_anot_state
+from llamabot.reasoning.anot.stats import phase_stats, total
+from llamabot.reasoning.anot.strategy import strategy_model
+from llamabot.reasoning.anot.substitution import DEFAULT_MAX_CHARS
+from llamabot.reasoning.anot.tools import PHASE2_TOOLS, done
+from llamabot.reasoning.anot.vocabulary import YELP_VOCABULARY, Vocabulary, describe_vocabulary
+from llamabot.tracing import Span, Trace, run, span
+
+
+class ANoTBot:
+    """Rank ``items`` (any JSON objects) for a request: ``bot(query, items) -> ANoTResult``.
+
+    ``model_name``: a LiteLLM model string, a chat model object (``ScriptedModel``) or ``None`` (default model).
+    ``vocabulary``: the condition types phase 1 may use. ``draft``: start phase 2 from the script compiled from
+    the strategy (``False``: from an empty script, as in the seed). ``max_iterations``/``max_errors``/
+    ``history_limit``: bounds of phase 2's agent loop. ``concurrency``: phase 3's limit on simultaneous model
+    calls per layer (async). ``max_substitution_chars``: cap per substituted variable. ``*_max_tokens``:
+    completion limits per phase. ``debug``: level 0-3 or a :class:`DebugLog` (default: ``$ANOT_DEBUG``).
+    ``completion_kwargs`` (``temperature``, ``api_base``...) pass through to every model call.
+    """
+
+    def __init__(
+        self,
+        model_name: str | ChatModel | None = None,
+        *,
+        vocabulary: Vocabulary = YELP_VOCABULARY,
+        draft: bool = True,
+        max_iterations: int = 6,
+        max_errors: int = 3,
+        history_limit: int | None = 16,
+        max_repairs: int = 2,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        max_substitution_chars: int = DEFAULT_MAX_CHARS,
+        read_chars: int = 1200,
+        plan_max_tokens: int = 512,
+        agent_max_tokens: int = 256,
+        step_max_tokens: int = 128,
+        debug: int | DebugLog | None = None,
+        debug_sink: Callable[[str], None] | None = None,
+        **completion_kwargs: Any,
+    ):
+        self.model = get_model(model_name)
+        self.model_name = self.model.name
+        self.vocabulary = tuple(vocabulary)
+        self.strategy_model = strategy_model(self.vocabulary)
+        self.log = DebugLog.resolve(debug, debug_sink)
+        planner = StructuredBot(
+            PHASE1_SYSTEM.format(vocabulary=describe_vocabulary(self.vocabulary)),
+            self.strategy_model,
+            self.model,
+            max_repairs=max_repairs,
+            **{**completion_kwargs, "max_tokens": plan_max_tokens},
+        )
+        agent_kwargs = {**completion_kwargs, "max_tokens": agent_max_tokens}
+        decide = DecideNode(
+            ToolBot(PHASE2_SYSTEM, self.model, tools=PHASE2_TOOLS, **agent_kwargs),
+            ToolBot(PHASE2_SYSTEM, self.model, tools=PHASE2_TOOLS, tool_choice=done.tool.name, **agent_kwargs),
+            max_iterations=max_iterations,
+            max_errors=max_errors,
+            history_limit=history_limit,
+        )
+        self.agent = AsyncAgentBot(
+            tools=PHASE2_TOOLS, system_prompt=PHASE2_SYSTEM, model_name=self.model, decide_node=decide, max_errors=max_errors
+        )
+        self.strategy_node = StrategyNode(planner, self.vocabulary)
+        self.lwt_node = LWTNode(self.agent, self.vocabulary, draft=draft, read_chars=read_chars)
+        self.layer_node = LayerNode(
+            self.model,
+            {**completion_kwargs, "max_tokens": step_max_tokens},
+            concurrency=concurrency,
+            max_chars=max_substitution_chars,
+        )
+        self.rank_node = RankNode()
+        self.strategy_node - "lwt" >> self.lwt_node
+        self.lwt_node - "execute" >> self.layer_node
+        self.layer_node - "layer" >> self.layer_node
+        self.layer_node - "rank" >> self.rank_node
+        self.flow = Flow(start=self.strategy_node)
+        self.async_flow = AsyncFlow(start=self.strategy_node)
+        self.execute_flow = Flow(start=self.layer_node)
+        self.async_execute_flow = AsyncFlow(start=self.layer_node)
+        self.last_result: ANoTResult | None = None
+
+    # -- one logic for both twins: build the run's state, then turn it into a result ---------------------
+
+    def _state(self, query: str, items: Sequence[Any], tag: str, trace: Trace) -> dict[str, Any]:
+        return new_anot_state(query, items, log=self.log, tag=tag, trace=trace)
+
+    @staticmethod
+    def _given_script(shared: dict[str, Any], script: str | Sequence[LWTStep]) -> None:
+        steps = parse_lwt(script) if isinstance(script, str) else list(script)
+        shared["steps"], shared["layers"] = steps, execution_layers(steps)
+
+    def _result(self, shared: dict[str, Any], trace: Trace, root: Span | None) -> ANoTResult:
+        stats = phase_stats(trace, root)
+        ranking: Ranking = shared["ranking"]
+        result = ANoTResult(
+            ranking=ranking,
+            score_ranking=shared["score_ranking"],
+            strategy=shared["strategy"],
+            strategy_text=shared["strategy_text"],
+            steps=shared["steps"],
+            outputs=dict(shared["outputs"]),
+            phase2=shared["phase2"],
+            errors=[e for e in shared["errors"] if e],
+            stats=stats,
+            trace=trace,
+            n_items=shared["n_items"],
+        )
+        totals = total(stats)
+        self.log(
+            SUMMARY, "RUN", shared["tag"],
+            f"{len(stats)} phases, {totals.seconds:.1f} s, {totals.calls} LLM calls, "
+            f"{totals.prompt_tokens} prompt + {totals.completion_tokens} completion tokens",
+        )
+        self.last_result = result
+        return result
+
+    def __call__(self, query: str, items: Sequence[Any], *, request_tag: str = "R00") -> ANoTResult:
+        """Rank ``items`` for ``query`` through the three phases."""
+        with run(type(self).__name__, query=query) as trace, span("anot", "anot_run") as root:
+            shared = self._state(query, items, request_tag, trace)
+            self.flow.run(shared)
+        return self._result(shared, trace, root)
+
+    def execute(
+        self, script: str | Sequence[LWTStep], items: Sequence[Any], query: str = "", *, request_tag: str = "R00"
+    ) -> ANoTResult:
+        """Phase 3 only: run a given LWT script over ``items`` and rank. Raises an ``LWTError`` for a script
+        that does not parse, has a cycle or references an unknown step."""
+        with run(type(self).__name__, query=query) as trace, span("anot", "anot_run") as root:
+            shared = self._state(query, items, request_tag, trace)
+            self._given_script(shared, script)
+            self.execute_flow.run(shared)
+        return self._result(shared, trace, root)
+
+    def to_mermaid(self) -> MermaidDiagram:
+        """The ANoT graph as a mermaid diagram (phase 2's agent graph is drawn by ``bot.agent.to_mermaid()``)."""
+        return MermaidDiagram(to_mermaid(self.flow))
+
+
+class AsyncANoTBot(ANoTBot):
+    """The same graph run by ``AsyncFlow``: ``await bot.arun(query, items)``; phase 3 layers run concurrently."""
+
+    async def arun(self, query: str, items: Sequence[Any], *, request_tag: str = "R00") -> ANoTResult:
+        """Rank ``items`` for ``query`` through the three phases."""
+        with run(type(self).__name__, query=query) as trace, span("anot", "anot_run") as root:
+            shared = self._state(query, items, request_tag, trace)
+            await self.async_flow.run_async(shared)
+        return self._result(shared, trace, root)
+
+    async def aexecute(
+        self, script: str | Sequence[LWTStep], items: Sequence[Any], query: str = "", *, request_tag: str = "R00"
+    ) -> ANoTResult:
+        """Phase 3 only (see :meth:`ANoTBot.execute`), each layer's steps at once."""
+        with run(type(self).__name__, query=query) as trace, span("anot", "anot_run") as root:
+            shared = self._state(query, items, request_tag, trace)
+            self._given_script(shared, script)
+            await self.async_execute_flow.run_async(shared)
+        return self._result(shared, trace, root)

@@ -1,0 +1,191 @@
+"""The evaluation harness: run a method (``anot`` or the ``cot`` baseline) over a dataset's requests.
+
+For each request: pick the candidates (gold + others, seeded shuffle), rank them with the method, and record
+the ranking in candidate positions (1-indexed) and in dataset indices, Hits@k, the reciprocal rank, wall time,
+per-phase timings, model calls and tokens. A request whose run raises is recorded with its error and an empty
+ranking (a miss), and the evaluation goes on. Both methods go through exactly this code.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from llamabot.models.seam import ChatModel
+from llamabot.reasoning.anot.data import Dataset, Request, select_candidates
+from llamabot.reasoning.anot.debug import DebugLog
+from llamabot.reasoning.anot.metrics import KS, hits_at, reciprocal_rank, summarize
+
+METHODS = ("anot", "cot")
+
+
+@dataclass
+class RequestRecord:
+    """One request's outcome. Positions are 1-indexed into ``candidates`` (dataset indices, 0-based)."""
+
+    request_id: str
+    group: str
+    method: str
+    candidates: list[int]
+    gold_idx: int
+    gold_position: int
+    ranking: list[int]
+    ranking_idx: list[int]
+    seconds: float
+    phases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    ranking_source: str = ""
+    score_ranking: list[int] | None = None
+    errors: list[str] = field(default_factory=list)
+    failed: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def hit(self, k: int) -> bool:
+        return bool(hits_at(self.ranking, self.gold_position, k))
+
+    @property
+    def reciprocal_rank(self) -> float:
+        return reciprocal_rank(self.ranking, self.gold_position)
+
+
+@dataclass
+class EvalReport:
+    """All records of one method's evaluation, with the configuration that produced them."""
+
+    method: str
+    model: str
+    dataset: str
+    candidates: int
+    seed: int | str
+    records: list[RequestRecord] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """Hits@1..5, MRR, and means per request of seconds, calls, tokens and each phase's cost."""
+        records = self.records
+        n = len(records)
+        summary: dict[str, Any] = summarize([(r.ranking, r.gold_position) for r in records])
+        scored = [r for r in records if r.score_ranking is not None]
+        if scored:
+            by_scores = summarize([(r.score_ranking or [], r.gold_position) for r in scored])
+            summary.update({f"scores_{k}": v for k, v in by_scores.items() if k != "n"})
+
+        def mean(values: list[float]) -> float:
+            return sum(values) / n if n else 0.0
+
+        summary["seconds_per_request"] = mean([r.seconds for r in records])
+        summary["calls_per_request"] = mean([r.calls for r in records])
+        summary["prompt_tokens_per_request"] = mean([r.prompt_tokens for r in records])
+        summary["completion_tokens_per_request"] = mean([r.completion_tokens for r in records])
+        phases: dict[str, dict[str, float]] = {}
+        for record in records:
+            for name, stats in record.phases.items():
+                entry = phases.setdefault(name, {"seconds": 0.0, "calls": 0.0, "prompt_tokens": 0.0})
+                for key in entry:
+                    entry[key] += stats.get(key, 0) / n
+        summary["phases_per_request"] = phases
+        summary["ranking_sources"] = dict(Counter(r.ranking_source for r in records))
+        summary["requests_with_errors"] = sum(1 for r in records if r.errors or r.failed)
+        summary["failed_requests"] = sum(1 for r in records if r.failed)
+        return summary
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "model": self.model,
+            "dataset": self.dataset,
+            "candidates": self.candidates,
+            "seed": self.seed,
+            "summary": self.summary(),
+            "records": [asdict(r) for r in self.records],
+        }
+
+
+def make_bot(method: str, model: str | ChatModel | None, log: DebugLog, **options: Any) -> Any:
+    """The sync bot for ``method`` (``anot`` -> ANoTBot, ``cot`` -> CoTBot)."""
+    if method == "anot":
+        from llamabot.reasoning.anot.bot import ANoTBot
+
+        return ANoTBot(model, debug=log, **options)
+    if method == "cot":
+        from llamabot.reasoning.anot.cot import CoTBot
+
+        return CoTBot(model, debug=log, **options)
+    raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
+
+
+def evaluate_request(
+    bot: Any, method: str, dataset: Dataset, request: Request, index: int, candidates: int, seed: int | str
+) -> RequestRecord:
+    """Rank one request's candidates with ``bot`` and record the outcome (errors are recorded, not raised)."""
+    chosen = select_candidates(len(dataset.items), request.gold_idx, candidates, seed, request.id)
+    items = [dataset.items[i] for i in chosen]
+    record = RequestRecord(
+        request.id, request.group, method, chosen, request.gold_idx, chosen.index(request.gold_idx) + 1, [], [], 0.0
+    )
+    started = time.perf_counter()
+    try:
+        result = bot(request.text, items, request_tag=f"R{index:02d}")
+    except Exception as exc:  # noqa: BLE001 - one failed request must not end the evaluation
+        record.seconds = time.perf_counter() - started
+        record.failed = f"{type(exc).__name__}: {exc}"
+        return record
+    record.seconds = time.perf_counter() - started
+    record.ranking = list(result.ranking.indices)
+    record.ranking_idx = [chosen[p - 1] for p in record.ranking]
+    record.ranking_source = result.ranking.source
+    record.phases = {name: stats.to_dict() for name, stats in result.stats.items()}
+    totals = result.totals
+    record.calls, record.prompt_tokens, record.completion_tokens = totals.calls, totals.prompt_tokens, totals.completion_tokens
+    record.errors = list(result.errors)
+    score_ranking = getattr(result, "score_ranking", None)
+    record.score_ranking = list(score_ranking.indices) if score_ranking is not None else None
+    record.detail = result.to_dict()
+    return record
+
+
+def select_requests(dataset: Dataset, request_ids: Sequence[str] | None, limit: int | None) -> list[Request]:
+    """The requests to evaluate: those named (in the order given), else all; then the first ``limit``."""
+    requests = list(dataset.requests)
+    if request_ids:
+        by_id = {r.id: r for r in requests}
+        unknown = [i for i in request_ids if i not in by_id]
+        if unknown:
+            raise ValueError(f"unknown request ids {unknown}; the dataset has {', '.join(by_id)}")
+        requests = [by_id[i] for i in request_ids]
+    return requests if limit is None else requests[: max(0, limit)]
+
+
+def evaluate(
+    dataset: Dataset,
+    method: str,
+    model: str | ChatModel | None = None,
+    *,
+    limit: int | None = None,
+    candidates: int = 10,
+    seed: int | str = 0,
+    debug: int | DebugLog | None = None,
+    debug_sink: Callable[[str], None] | None = None,
+    on_record: Callable[[RequestRecord], None] | None = None,
+    request_ids: Sequence[str] | None = None,
+    **bot_options: Any,
+) -> EvalReport:
+    """Evaluate ``method`` on the requests named by ``request_ids`` (default: all, in file order), the first
+    ``limit`` of them (all when ``None``). An unknown request id raises ``ValueError`` naming the known ones."""
+    requests = select_requests(dataset, request_ids, limit)
+    log = DebugLog.resolve(debug, debug_sink)
+    bot = make_bot(method, model, log, **bot_options)
+    report = EvalReport(method, bot.model_name, dataset.name, candidates, seed)
+    for index, request in enumerate(requests):
+        record = evaluate_request(bot, method, dataset, request, index, candidates, seed)
+        report.records.append(record)
+        if on_record is not None:
+            on_record(record)
+    return report
+
+
+__all__ = ["KS", "METHODS", "EvalReport", "RequestRecord", "evaluate", "evaluate_request", "make_bot", "select_requests"]

@@ -1,0 +1,310 @@
+"""The nodes of the ANoT graph, one per phase (all :class:`DualNode`s: ``prep``/``post`` once, ``exec`` twins)::
+
+    StrategyNode -("lwt")-> LWTNode -("execute")-> LayerNode -("layer")-> LayerNode ... -("rank")-> RankNode
+
+- ``StrategyNode`` (phase 1): the request and the items' compact schema -> a validated :class:`Strategy`
+  (``StructuredBot``'s exchange: bounded repair). If no valid strategy comes, phase 2 works from the request.
+- ``LWTNode`` (phase 2): runs the AgentBot graph (decision node + ``lwt_*``/``read``/``done`` tool nodes) on a
+  fresh per-run script, starting from the draft compiled from the strategy. If the agent run fails (too many
+  invalid calls, a script ``done`` keeps refusing, a text reply, or a failed model call), the agent's script if
+  executable, else the draft, else a one-step script runs, and the reason is kept in ``phase2``.
+- ``LayerNode`` (phase 3): one visit per execution layer; fills the layer's steps and runs them (concurrently
+  in the async flow), then loops to itself until the last layer.
+- ``RankNode``: parses the final step's output into a ranking (fallbacks in ``ranking.py``); ends the run.
+
+Nodes keep no per-run attributes: everything per run is in the shared dict (see ``state.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from llamabot.bot.agentbot import AgentBot
+from llamabot.bot.exchange import arun_exchange, run_exchange
+from llamabot.bot.structuredbot import StructuredBot
+from llamabot.components.pocketflow.agent_state import new_run_state
+from llamabot.components.pocketflow.flow import DualNode
+from llamabot.errors import StructuredOutputError
+from llamabot.models.seam import ChatModel
+from llamabot.reasoning.anot.debug import FULL, SUMMARY, VERBOSE, DebugLog
+from llamabot.reasoning.anot.draft import draft_lwt, fallback_lwt
+from llamabot.reasoning.anot.executor import DEFAULT_CONCURRENCY, StepCall, arun_layer, fill_layer, run_layer
+from llamabot.reasoning.anot.item_views import compact_schema
+from llamabot.reasoning.anot.logic import logic_scores
+from llamabot.reasoning.anot.lwt import LWTError, LWTStep, execution_layers, final_step, render_lwt
+from llamabot.reasoning.anot.prompts import PHASE1_USER, PHASE2_USER_DRAFT, PHASE2_USER_EMPTY
+from llamabot.reasoning.anot.ranking import (
+    Ranking,
+    condition_votes,
+    parse_index_list,
+    parse_ranking,
+    ranked_by_scores,
+)
+from llamabot.reasoning.anot.script import LWTScript
+from llamabot.reasoning.anot.stats import PHASE_KIND, model_calls_in
+from llamabot.reasoning.anot.strategy import Strategy, render_strategy
+from llamabot.reasoning.anot.substitution import DEFAULT_MAX_CHARS, SubstitutionContext
+from llamabot.reasoning.anot.tools import PHASE2_KEY, Phase2Context
+from llamabot.reasoning.anot.vocabulary import Vocabulary
+from llamabot.tracing import Span, current_trace, run, span
+
+
+def log_model_calls(shared: dict[str, Any], phase_name: str, phase: Span | None) -> None:
+    """At level FULL, every prompt and response of the phase's model calls (read off the trace)."""
+    log: DebugLog = shared["log"]
+    if phase is None or not log.enabled(FULL):
+        return
+    for call in model_calls_in(shared["trace"], phase):
+        request, reply = call.attributes.get("request"), call.attributes.get("reply")
+        if request is not None:
+            for message in request.messages:
+                content = message.get("content") or ""
+                calls = message.get("tool_calls")
+                log(FULL, phase_name, shared["tag"], f"prompt {message['role']}: {content}" + (f" {calls}" if calls else ""))
+        if reply is not None:
+            calls = ", ".join(f"{c.name}({c.arguments})" for c in reply.tool_calls)
+            log(FULL, phase_name, shared["tag"], f"response: {reply.content or ''}{calls}")
+
+
+# -- phase 1 -----------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PhaseOutcome:
+    value: Any
+    phase: Span | None
+    error: str | None = None
+
+
+class StrategyNode(DualNode):
+    """Phase 1: the request and a compact schema of the items -> a validated strategy."""
+
+    name = "strategy"
+
+    def __init__(self, planner: StructuredBot, vocabulary: Vocabulary, schema_examples: int = 2):
+        super().__init__()
+        self.planner = planner
+        self.vocabulary = tuple(vocabulary)
+        self.schema_examples = schema_examples
+
+    def prep(self, shared: dict[str, Any]) -> str:
+        query = shared["query"]
+        shared["log"](SUMMARY, "P1", shared["tag"], f"Planning for: {query[:80]}{'...' if len(query) > 80 else ''}")
+        schema = compact_schema(shared["items"], self.schema_examples)
+        return PHASE1_USER.format(query=query, n_items=shared["n_items"], schema=schema)
+
+    def exec(self, message: str) -> PhaseOutcome:
+        with span("P1", PHASE_KIND) as phase:
+            try:
+                return PhaseOutcome(run_exchange(self.planner._exchange((message,)), self.planner.model), phase)
+            except StructuredOutputError as exc:
+                return PhaseOutcome(None, phase, f"phase 1: {exc}")
+
+    async def exec_async(self, message: str) -> PhaseOutcome:
+        with span("P1", PHASE_KIND) as phase:
+            try:
+                return PhaseOutcome(await arun_exchange(self.planner._exchange((message,)), self.planner.model), phase)
+            except StructuredOutputError as exc:
+                return PhaseOutcome(None, phase, f"phase 1: {exc}")
+
+    def post(self, shared: dict[str, Any], message: str, outcome: PhaseOutcome) -> str:
+        log, tag = shared["log"], shared["tag"]
+        log_model_calls(shared, "P1", outcome.phase)
+        strategy: Strategy | None = outcome.value
+        if strategy is None:
+            shared["errors"].append(outcome.error)
+            log(SUMMARY, "P1", tag, f"No valid strategy ({outcome.error}); phase 2 works from the request")
+            return "lwt"
+        if strategy.total_items != shared["n_items"]:
+            log(VERBOSE, "P1", tag, f"TOTAL_ITEMS {strategy.total_items} corrected to {shared['n_items']}")
+            strategy.total_items = shared["n_items"]
+        shared["strategy"] = strategy
+        shared["strategy_text"] = render_strategy(strategy, self.vocabulary)
+        log(VERBOSE, "P1", tag, shared["strategy_text"])
+        return "lwt"
+
+
+# -- phase 2 -----------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Phase2Input:
+    state: dict[str, Any]
+    context: Phase2Context
+    draft: list[LWTStep]
+
+
+class LWTNode(DualNode):
+    """Phase 2: the AgentBot graph writes the LWT script with ``lwt_list/lwt_insert/lwt_set/read/done``."""
+
+    name = "lwt"
+
+    def __init__(self, agent: AgentBot, vocabulary: Vocabulary, *, draft: bool = True, read_chars: int = 1200):
+        super().__init__()
+        self.agent = agent
+        self.vocabulary = tuple(vocabulary)
+        self.draft = draft
+        self.read_chars = read_chars
+
+    def prep(self, shared: dict[str, Any]) -> Phase2Input:
+        strategy: Strategy | None = shared["strategy"]
+        items, n_items = shared["items"], shared["n_items"]
+        draft = draft_lwt(strategy, items, self.vocabulary) if strategy is not None else []
+        script = LWTScript(draft if self.draft else [], items)
+        context = Phase2Context(script, items, shared["query"], self.read_chars, shared["log"], shared["tag"])
+        text = shared["strategy_text"] or f"Request: {shared['query']}"
+        template = PHASE2_USER_DRAFT if len(script) else PHASE2_USER_EMPTY
+        message = template.format(strategy=text, n_items=n_items, listing=script.listing())
+        shared["log"](VERBOSE, "P2", shared["tag"], f"ReAct expansion: {len(script)} initial steps...")
+        trace = current_trace() or shared["trace"]
+        state = new_run_state(message, memory=[], globals_dict={PHASE2_KEY: context}, trace=trace)
+        return Phase2Input(state, context, draft)
+
+    def exec(self, inp: Phase2Input) -> PhaseOutcome:
+        with span("P2", PHASE_KIND) as phase:
+            try:
+                with run(type(self.agent).__name__, query="anot phase 2"):
+                    self.agent.flow.run(inp.state)
+            except Exception as exc:  # noqa: BLE001 - the agent gave up or its model failed: fall back
+                return PhaseOutcome(None, phase, f"phase 2: {type(exc).__name__}: {exc}")
+        return PhaseOutcome(inp.state.get("result"), phase)
+
+    async def exec_async(self, inp: Phase2Input) -> PhaseOutcome:
+        with span("P2", PHASE_KIND) as phase:
+            try:
+                with run(type(self.agent).__name__, query="anot phase 2"):
+                    await self.agent.async_flow.run_async(inp.state)
+            except Exception as exc:  # noqa: BLE001 - as in exec
+                return PhaseOutcome(None, phase, f"phase 2: {type(exc).__name__}: {exc}")
+        return PhaseOutcome(inp.state.get("result"), phase)
+
+    def post(self, shared: dict[str, Any], inp: Phase2Input, outcome: PhaseOutcome) -> str:
+        log, tag = shared["log"], shared["tag"]
+        log_model_calls(shared, "P2", outcome.phase)
+        fallback = outcome.error
+        if fallback is None and not inp.state["_done"]:
+            fallback = "phase 2: the agent ended without done()"
+        if fallback is not None:
+            shared["errors"].append(fallback)
+        steps, layers, source = _script_to_run(inp.context.script, inp.draft, shared["n_items"])
+        if fallback is not None:
+            log(SUMMARY, "P2", tag, f"Phase 2 did not finish ({fallback}); running {source}")
+        shared["steps"], shared["layers"] = steps, layers
+        shared["phase2"] = {
+            "iterations": inp.state["iteration_count"],
+            "tool_calls": list(inp.context.calls),
+            "fallback": None if fallback is None else source,
+            "error": fallback,
+        }
+        log(VERBOSE, "P2", tag, f"ReAct done after {inp.state['iteration_count']} iterations")
+        log(VERBOSE, "P2", tag, "LWT:\n" + render_lwt(steps))
+        return "execute"
+
+
+def _script_to_run(script: LWTScript, draft: list[LWTStep], n_items: int) -> tuple[list[LWTStep], list[list[LWTStep]], str]:
+    """The agent's script if it is executable, else the draft, else the one-step fallback script."""
+    for steps, source in ((list(script.steps), "the agent's script"), (draft, "the draft")):
+        if steps:
+            try:
+                return steps, execution_layers(steps), source
+            except LWTError:
+                continue
+    steps = fallback_lwt(n_items)
+    return steps, execution_layers(steps), "a one-step script"
+
+
+# -- phase 3 -----------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class LayerInput:
+    index: int
+    calls: list[StepCall]
+
+
+class LayerNode(DualNode):
+    """Phase 3: run one execution layer (its steps concurrently in the async flow), then the next."""
+
+    name = "layer"
+
+    def __init__(
+        self,
+        model: ChatModel,
+        params: dict[str, Any],
+        *,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        max_chars: int = DEFAULT_MAX_CHARS,
+    ):
+        super().__init__()
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        self.model = model
+        self.params = params
+        self.concurrency = concurrency
+        self.max_chars = max_chars
+
+    def prep(self, shared: dict[str, Any]) -> LayerInput:
+        index, layers = shared["layer"], shared["layers"]
+        if index == 0:
+            shared["log"](VERBOSE, "P3", shared["tag"], f"Executing {len(shared['steps'])} steps in {len(layers)} layers...")
+        context = SubstitutionContext(shared["query"], shared["items"], shared["outputs"], self.max_chars)
+        return LayerInput(index, fill_layer(layers[index], context))
+
+    def exec(self, inp: LayerInput) -> PhaseOutcome:
+        with span("P3", PHASE_KIND, layer=inp.index) as phase:
+            return PhaseOutcome(run_layer(inp.calls, self.model, self.params), phase)
+
+    async def exec_async(self, inp: LayerInput) -> PhaseOutcome:
+        with span("P3", PHASE_KIND, layer=inp.index) as phase:
+            return PhaseOutcome(await arun_layer(inp.calls, self.model, self.params, self.concurrency), phase)
+
+    def post(self, shared: dict[str, Any], inp: LayerInput, outcome: PhaseOutcome) -> str:
+        log, tag = shared["log"], shared["tag"]
+        outputs: dict[str, str] = outcome.value
+        shared["outputs"].update(outputs)
+        for call in inp.calls:
+            if call.error is not None:
+                shared["errors"].append(call.error)
+            if log.enabled(FULL) and call.prompt is not None:
+                log(FULL, "P3", tag, f"({call.step.id}) filled: {call.prompt}")
+            log(VERBOSE, "P3", tag, f"layer {inp.index}: ({call.step.id}) -> {' '.join(outputs[call.step.id].split())[:200]}")
+        shared["layer"] += 1
+        return "layer" if shared["layer"] < len(shared["layers"]) else "rank"
+
+
+def fallback_scores(strategy: Strategy | None, outputs: dict[str, str], final_id: str, n_items: int) -> dict[int, float]:
+    """Scores used when the final output gives no ranking (and to complete one): the strategy's logic over the
+    condition steps ``c<id>`` when the script has them, else votes of every non-final step."""
+    if strategy is not None and any(f"c{c.id}" in outputs for c in strategy.conditions):
+        satisfied = {c.id: set(parse_index_list(outputs.get(f"c{c.id}"), n_items) or ()) for c in strategy.conditions}
+        return logic_scores(strategy.logic_tree, satisfied, n_items)
+    return condition_votes(outputs, final_id, n_items)
+
+
+class RankNode(DualNode):
+    """Turn the final step's output into a ranking; ends the run."""
+
+    name = "rank"
+    terminal = True
+
+    def prep(self, shared: dict[str, Any]) -> tuple[str, dict[str, str], Strategy | None, int]:
+        return final_step(shared["steps"]).id, shared["outputs"], shared["strategy"], shared["n_items"]
+
+    def exec(self, inp: tuple[str, dict[str, str], Strategy | None, int]) -> tuple[Ranking, Ranking]:
+        final_id, outputs, strategy, n_items = inp
+        scores = fallback_scores(strategy, outputs, final_id, n_items)
+        by_scores = Ranking(tuple(ranked_by_scores(scores, n_items)), "scores")
+        return parse_ranking(outputs.get(final_id), n_items, scores), by_scores
+
+    async def exec_async(self, inp: tuple[str, dict[str, str], Strategy | None, int]) -> tuple[Ranking, Ranking]:
+        return self.exec(inp)
+
+    def post(self, shared: dict[str, Any], inp: Any, rankings: tuple[Ranking, Ranking]) -> None:
+        shared["ranking"], shared["score_ranking"] = rankings
+        ranking = rankings[0]
+        shared["log"](
+            SUMMARY, "P3", shared["tag"],
+            f"Final ranking: {ranking.best} (top-5 {list(ranking.top(5))}, from {ranking.source})",
+        )
+        return None

@@ -1,0 +1,106 @@
+"""The shared-state contract of the ANoT graph, and the result a run returns.
+
+Keys of the shared dict (fresh for every run, see :func:`new_anot_state`):
+
+| key | set by | meaning |
+|---|---|---|
+| ``query``, ``items``, ``n_items`` | caller | the request and the items (1-indexed in LWT) |
+| ``log``, ``tag`` | caller | the :class:`DebugLog` and the request tag (``R00``) of debug lines |
+| ``strategy``, ``strategy_text`` | ``StrategyNode`` | phase 1's validated strategy (None if it failed) and its text form |
+| ``steps``, ``layers`` | ``LWTNode`` (or ``execute``) | the LWT script to run and its execution layers |
+| ``phase2`` | ``LWTNode`` | iterations, tool calls and the fallback used (if any) |
+| ``layer``, ``outputs`` | ``LayerNode`` | the next layer to run; step id -> output |
+| ``ranking``, ``score_ranking`` | ``RankNode`` | the final ranking, and the ranking by condition scores alone |
+| ``errors`` | any | what went wrong without stopping the run |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llamabot.components.pocketflow.visualization import MermaidDiagram
+from llamabot.reasoning.anot.debug import DebugLog
+from llamabot.reasoning.anot.lwt import LWTStep, render_lwt
+from llamabot.reasoning.anot.mermaid import lwt_mermaid
+from llamabot.reasoning.anot.ranking import Ranking
+from llamabot.reasoning.anot.stats import PhaseStats, total
+from llamabot.reasoning.anot.strategy import Strategy
+from llamabot.tracing import Trace
+
+
+def new_anot_state(query: str, items: Sequence[Any], *, log: DebugLog, tag: str, trace: Trace) -> dict[str, Any]:
+    """A fresh shared dict for one run: nothing is carried over from another run."""
+    if not items:
+        raise ValueError("ANoT needs at least one item to rank")
+    return {
+        "query": query,
+        "items": list(items),
+        "n_items": len(items),
+        "log": log,
+        "tag": tag,
+        "trace": trace,
+        "strategy": None,
+        "strategy_text": "",
+        "steps": [],
+        "layers": [],
+        "phase2": {},
+        "layer": 0,
+        "outputs": {},
+        "ranking": None,
+        "score_ranking": None,
+        "errors": [],
+    }
+
+
+@dataclass
+class ANoTResult:
+    """What an ANoT run produced. ``ranking.indices`` are item numbers, 1-indexed, best first."""
+
+    ranking: Ranking
+    score_ranking: Ranking
+    strategy: Strategy | None
+    strategy_text: str
+    steps: list[LWTStep]
+    outputs: dict[str, str]
+    phase2: dict[str, Any]
+    errors: list[str]
+    stats: dict[str, PhaseStats]
+    trace: Trace
+    n_items: int
+
+    @property
+    def best(self) -> int | None:
+        """The best item's number (1-indexed)."""
+        return self.ranking.best
+
+    @property
+    def lwt(self) -> str:
+        """The executed LWT script."""
+        return render_lwt(self.steps)
+
+    def lwt_mermaid(self) -> MermaidDiagram:
+        """The executed script's dependency DAG (renders as a diagram in notebooks)."""
+        return MermaidDiagram(lwt_mermaid(self.steps))
+
+    @property
+    def totals(self) -> PhaseStats:
+        return total(self.stats)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready record of the run (without the trace)."""
+        return {
+            "ranking": list(self.ranking.indices),
+            "ranking_source": self.ranking.source,
+            "parsed": list(self.ranking.parsed),
+            "score_ranking": list(self.score_ranking.indices),
+            "strategy": self.strategy.model_dump() if self.strategy else None,
+            "strategy_text": self.strategy_text,
+            "lwt": self.lwt,
+            "outputs": self.outputs,
+            "phase2": self.phase2,
+            "errors": self.errors,
+            "phases": {name: s.to_dict() for name, s in self.stats.items()},
+            "trace_id": self.trace.trace_id,
+        }

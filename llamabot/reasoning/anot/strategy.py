@@ -1,0 +1,95 @@
+"""Phase 1's output: a STRATEGY (typed conditions, AND/OR logic, item count) plus a message for phase 2.
+
+The model answers with JSON validated by :func:`strategy_model` (a pydantic model whose condition ``type`` is
+an enum of the vocabulary in use, so the embedded model's grammar can only write known types). Invalid output
+(unknown condition ids in LOGIC, a LOGIC that does not parse, repeated ids...) is sent back to the model by
+``StructuredBot``'s bounded repair loop. :func:`render_strategy` gives the seed's text form::
+
+    ===STRATEGY===
+    CONDITIONS:
+      1. [ATTR] attributes.GoodForKids = True
+    LOGIC: AND(1)
+    TOTAL_ITEMS: 10
+
+    ===MESSAGE===
+    Notes for phase 2
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, create_model, model_validator
+
+from llamabot.reasoning.anot.logic import Logic, parse_logic
+from llamabot.reasoning.anot.vocabulary import Vocabulary, check_of, vocabulary_names
+
+MAX_CONDITIONS = 8
+
+
+class Condition(BaseModel):
+    """One condition of the request. ``request_words`` (the words of the request that state it) come before the
+    path, value and type, so a small model anchors each condition in the request instead of copying examples."""
+
+    id: int = Field(ge=1, le=MAX_CONDITIONS, description="1, 2, 3, ... in order")
+    request_words: str = Field(max_length=80, description="the words of the request that state this condition")
+    path: str = Field(max_length=120, description="dotted path of the field in an item, e.g. attributes.GoodForKids")
+    expected: str = Field(max_length=80, description="the value that satisfies it, or the keyword to look for")
+    type: str = Field(description="the condition type, from the vocabulary")
+
+
+class Strategy(BaseModel):
+    """The evaluation strategy: conditions, how they combine, how many items, a note for phase 2."""
+
+    conditions: list[Condition] = Field(min_length=1, max_length=MAX_CONDITIONS)
+    logic: str = Field(max_length=200, description="AND/OR over condition ids, nestable, e.g. AND(1, 2, OR(3, 4))")
+    total_items: int = Field(ge=0)
+    message: str = Field(max_length=300, description="a short note for phase 2")
+
+    @model_validator(mode="after")
+    def _logic_names_known_conditions(self) -> Strategy:
+        ids = [c.id for c in self.conditions]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"condition ids repeat: {ids}; number the conditions 1, 2, 3, ...")
+        tree = parse_logic(self.logic)  # LogicSyntaxError is a ValueError: pydantic reports it
+        unknown = sorted(tree.condition_ids() - set(ids))
+        if unknown:
+            raise ValueError(f"LOGIC {self.logic!r} uses condition ids {unknown}, but the conditions are {ids}")
+        self.logic = tree.render()
+        return self
+
+    @property
+    def logic_tree(self) -> Logic:
+        return parse_logic(self.logic)
+
+
+def strategy_model(vocabulary: Vocabulary) -> type[Strategy]:
+    """A :class:`Strategy` model whose condition ``type`` must be one of ``vocabulary``'s names."""
+    names = vocabulary_names(vocabulary)
+    condition = create_model(
+        "Condition",
+        __base__=Condition,
+        type=(Literal[names], Field(description="the condition type")),  # type: ignore[valid-type]
+    )
+    return create_model(
+        "Strategy",
+        __base__=Strategy,
+        conditions=(list[condition], Field(min_length=1, max_length=MAX_CONDITIONS)),  # type: ignore[valid-type]
+    )
+
+
+def condition_text(condition: Condition, vocabulary: Vocabulary = ()) -> str:
+    """``attributes.GoodForKids = True``, or ``reviews ~ "live music"`` for keyword conditions."""
+    if check_of(vocabulary, condition.type) == "keyword":
+        return f'{condition.path} ~ "{condition.expected}"'
+    return f"{condition.path} = {condition.expected}"
+
+
+def render_strategy(strategy: Strategy, vocabulary: Vocabulary = ()) -> str:
+    """The seed's ``===STRATEGY=== / ===MESSAGE===`` text form (for display, logs and the phase 2 prompt)."""
+    lines = ["===STRATEGY===", "CONDITIONS:"]
+    for condition in strategy.conditions:
+        lines.append(f"  {condition.id}. [{condition.type}] {condition_text(condition, vocabulary)}")
+    lines += ["", f"LOGIC: {strategy.logic}", f"TOTAL_ITEMS: {strategy.total_items}", "", "===MESSAGE===",
+              strategy.message.strip() or "(none)"]
+    return "\n".join(lines)

@@ -1,0 +1,123 @@
+"""Phase 2's tools: ``lwt_list``, ``lwt_insert``, ``lwt_set``, ``read`` and the terminal ``done``.
+
+They are ordinary ``@tool`` functions (immutable descriptions, no state). Each run's own script and data
+reach them through the hidden ``_globals_dict`` parameter: the run passes ``{PHASE2_KEY: Phase2Context(...)}``
+as its ``globals_dict``, so two runs never share a script. A tool that is given a malformed step raises; the
+agent graph shows the error to the model as the tool's result (bounded by ``max_errors``), it does not crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from llamabot.reasoning.anot.debug import VERBOSE, DebugLog
+from llamabot.reasoning.anot.paths import DataPathError, item_number, parse_path, preview, walk
+from llamabot.reasoning.anot.script import LWTScript
+from llamabot.tools.tool import tool
+
+PHASE2_KEY = "anot_phase2"
+DEFAULT_READ_CHARS = 1200
+
+
+@dataclass
+class Phase2Context:
+    """One run's phase 2 state: the script being written and the data ``read`` may look at."""
+
+    script: LWTScript
+    items: Sequence[Any]
+    query: str = ""
+    read_chars: int = DEFAULT_READ_CHARS
+    log: DebugLog = field(default_factory=DebugLog)
+    request_tag: str = "R00"
+    calls: list[str] = field(default_factory=list)
+
+    def note(self, call: str, result: str) -> None:
+        self.calls.append(call)
+        self.log(VERBOSE, "P2", self.request_tag, f"{call} -> {result}")
+
+
+def _context(globals_dict: dict[str, Any] | None) -> Phase2Context:
+    context = (globals_dict or {}).get(PHASE2_KEY)
+    if not isinstance(context, Phase2Context):
+        raise RuntimeError(
+            f"the LWT tools need a Phase2Context under globals_dict[{PHASE2_KEY!r}]; run them through ANoTBot"
+        )
+    return context
+
+
+@tool
+def lwt_list(_globals_dict: dict[str, Any] | None = None) -> str:
+    """Show the script, one step per line with its position."""
+    context = _context(_globals_dict)
+    listing = context.script.listing()
+    context.note("lwt_list()", f"{len(context.script)} steps")
+    return listing
+
+
+@tool
+def lwt_insert(idx: int, step: str, _globals_dict: dict[str, Any] | None = None) -> str:
+    """Insert a step at position idx (1 = first; past the end appends).
+
+    Args:
+        idx: Position from 1.
+        step: One step: (id)=LLM("prompt").
+    """
+    context = _context(_globals_dict)
+    result = context.script.insert(idx, step)
+    context.note(f"lwt_insert({idx}, {step!r})", result)
+    return result
+
+
+@tool
+def lwt_set(idx: int, step: str, _globals_dict: dict[str, Any] | None = None) -> str:
+    """Replace step idx with a new step.
+
+    Args:
+        idx: Position from 1.
+        step: One step: (id)=LLM("prompt").
+    """
+    context = _context(_globals_dict)
+    result = context.script.set(idx, step)
+    context.note(f"lwt_set({idx}, {step!r})", result)
+    return result
+
+
+@tool
+def read(path: str, _globals_dict: dict[str, Any] | None = None) -> str:
+    """Show the data at a path (shortened).
+
+    Args:
+        path: e.g. "[1][attributes]" (item 1's attributes); "" for an overview.
+    """
+    context = _context(_globals_dict)
+    items = context.items
+    segments = parse_path(path)
+    if not segments:
+        keys: dict[str, None] = {}
+        for item in items:
+            if isinstance(item, dict):
+                keys.update(dict.fromkeys(str(k) for k in item))
+        result = f"{len(items)} items, numbered 1..{len(items)}; item fields: {', '.join(keys)}"
+    elif segments[0] == "query":
+        result = preview(context.query, context.read_chars)
+    else:
+        position = item_number(segments[0], len(items), path)
+        if position is None:
+            raise DataPathError(path, "*", "read one item at a time, e.g. read(\"[1][attributes]\")")
+        result = preview(walk(items[position], segments[1:], path), context.read_chars)
+    context.note(f"read({path!r})", f"{len(result)} chars")
+    return result
+
+
+@tool(loopback_name=None)
+def done(_globals_dict: dict[str, Any] | None = None) -> str:
+    """Finish: the script must check every condition and end with (final)."""
+    context = _context(_globals_dict)
+    layers = context.script.finish()
+    context.note("done()", f"{len(context.script)} steps in {len(layers)} layers")
+    return context.script.render()
+
+
+PHASE2_TOOLS = (lwt_list, lwt_insert, lwt_set, read, done)

@@ -1,0 +1,117 @@
+"""The CoT baseline (ANOT-COT-*), the evaluation harness (ANOT-EVAL-*) and ``llamabot anot`` (ANOT-CLI-*)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from llamabot import ScriptedModel
+from llamabot.cli import app
+from llamabot.models.reply import ModelRequest
+from llamabot.models.scripted import text
+from llamabot.reasoning.anot import CoTBot, evaluate, load_dataset
+from llamabot.reasoning.anot.item_views import approx_tokens
+
+from .helpers import FIXTURE_DATA, ITEMS, three_phase_responder
+
+
+def test_anot_cot_010_all_items_go_into_one_prompt_under_the_token_budget():
+    dataset = load_dataset(FIXTURE_DATA)
+    items = list(dataset.items[:10])
+    model = ScriptedModel([text("Item 3 has everything.\n[3, 1, 2]")])
+    bot = CoTBot(model, token_budget=2000, debug=0)
+    result = bot("a quiet cafe", items)
+    prompt = model.requests[0].last_user_text
+    assert all(f"[{n}] name: " in prompt for n in range(1, 11))
+    assert approx_tokens(prompt) <= 2000 + 200  # the budget plus the request and instructions
+    assert result.ranking.parsed == (3, 1, 2) and result.ranking.indices[:3] == (3, 1, 2)
+    assert result.stats["CoT"].calls == 1 and result.totals.prompt_tokens > 0
+    bigger = CoTBot(ScriptedModel(), token_budget=8000).prompt("q", items)
+    assert len(bigger) > len(prompt)  # more budget, more review text
+
+
+def test_anot_cot_020_an_unparseable_answer_falls_back_to_item_order():
+    result = CoTBot(ScriptedModel([text("I cannot tell.")]), debug=0)("q", ITEMS)
+    assert result.ranking.source == "order" and result.ranking.indices == (1, 2, 3)
+
+
+def eval_responder(request: ModelRequest):
+    if request.messages[0]["content"].startswith("You rank items"):
+        return text("[2, 1]")
+    return three_phase_responder(final="[2, 1]", condition="[2]")(request)
+
+
+@pytest.mark.parametrize("method", ["anot", "cot"])
+def test_anot_eval_010_both_methods_run_through_the_same_harness(method):
+    dataset = load_dataset(FIXTURE_DATA)
+    seen = []
+    report = evaluate(dataset, method, ScriptedModel(responder=eval_responder), limit=3, candidates=4, seed=7,
+                      debug=0, on_record=seen.append)
+    chosen = evaluate(dataset, method, ScriptedModel(responder=eval_responder), request_ids=["R81", "R01"], debug=0)
+    assert [r.request_id for r in chosen.records] == ["R81", "R01"]
+    assert [r.request_id for r in report.records] == ["R01", "R11", "R41"] and len(seen) == 3
+    for record in report.records:
+        assert len(record.candidates) == 4 and record.candidates[record.gold_position - 1] == record.gold_idx
+        assert record.ranking[:2] == [2, 1] and record.ranking_idx[0] == record.candidates[1]
+        assert record.prompt_tokens > 0 and record.calls >= 1 and record.seconds >= 0
+    summary = report.summary()
+    expected_hit1 = sum(r.gold_position == 2 for r in report.records) / 3
+    assert summary["hits@1"] == pytest.approx(expected_hit1) and summary["n"] == 3
+    assert set(summary["phases_per_request"]) == ({"P1", "P2", "P3"} if method == "anot" else {"CoT"})
+    document = json.loads(json.dumps(report.to_dict(), default=str))
+    assert document["records"][0]["phases"] and document["summary"]["prompt_tokens_per_request"] > 0
+
+
+def test_anot_eval_020_a_failing_request_is_recorded_and_the_evaluation_goes_on():
+    dataset = load_dataset(FIXTURE_DATA)
+    calls = {"n": 0}
+
+    def flaky(request):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ConnectionError("provider down")
+        return text("[1]")
+
+    report = evaluate(dataset, "cot", ScriptedModel(responder=flaky), limit=2, candidates=3, debug=0)
+    first, second = report.records
+    assert first.failed == "ConnectionError: provider down" and first.ranking == [] and not first.hit(5)
+    assert second.failed is None and second.ranking[0] == 1
+    assert report.summary()["failed_requests"] == 1
+    with pytest.raises(ValueError, match="unknown method 'tot'"):
+        evaluate(dataset, "tot", ScriptedModel())
+
+
+def test_anot_cli_010_anot_command_evaluates_both_methods_and_writes_the_report(tmp_path):
+    from llamabot.models.scripted_provider import register_scripted_provider
+
+    name = register_scripted_provider(ScriptedModel(responder=eval_responder, name="anot-cli"), prefix="scripted-anot")
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(
+        app,
+        ["anot", "--data", str(FIXTURE_DATA), "--limit", "2", "--candidates", "4", "--method", "both",
+         "--model", name, "--out", str(out), "--debug", "1", "--seed", "3"],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "anot on philly_cafes_mini (4 candidates" in result.output and "cot on philly_cafes_mini" in result.output
+    assert "Summary (means per request)" in result.output and "Hits@1" in result.output
+    assert "anot (logic scores)" in result.output
+    assert "[P1:R00] Planning for:" in result.output and "[CoT:R01] Final ranking:" in result.output
+    document = json.loads(out.read_text())
+    assert set(document["reports"]) == {"anot", "cot"} and document["config"]["seed"] == 3
+    assert document["token_ratio"] > 0
+    record = document["reports"]["anot"]["records"][0]
+    assert set(record["phases"]) == {"P1", "P2", "P3"} and record["phases"]["P3"]["calls"] >= 1
+
+
+def test_anot_cli_020_bad_arguments_are_refused():
+    runner = CliRunner()
+    result = runner.invoke(app, ["anot", "--data", str(FIXTURE_DATA), "--method", "tot"])
+    assert result.exit_code != 0 and "--method must be one of anot, cot, both" in result.output
+    result = runner.invoke(app, ["anot", "--data", "/nonexistent/dir"])
+    assert result.exit_code == 2 and "file not found" in result.output
+    result = runner.invoke(app, ["anot", "--data", str(FIXTURE_DATA), "--requests", "R01,R99"])
+    assert result.exit_code == 2 and "unknown request ids ['R99']" in result.output
+    assert runner.invoke(app, ["eval", "anot", "--help"]).exit_code == 0

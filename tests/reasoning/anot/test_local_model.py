@@ -1,0 +1,32 @@
+"""One end-to-end ANoT run on the embedded model: one dev request, 5 candidates (ANOT-E2E-010).
+
+It asserts what must hold for any model: the three phases ran, an executable LWT was run, and the ranking is a
+permutation of the candidates. Whether the ranking is right is measured by the evaluation, not asserted here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from llamabot.reasoning.anot import ANoTBot, load_dataset
+from llamabot.reasoning.anot.data import select_candidates
+from llamabot.reasoning.anot.lwt import execution_layers
+
+from .helpers import FIXTURE_DATA
+
+
+@pytest.mark.local_model
+def test_anot_e2e_010_one_request_five_candidates_on_the_embedded_model(local_model_name):
+    dataset = load_dataset(FIXTURE_DATA)
+    request = dataset.requests[0]  # R01: drive-thru, kid-friendly, no TV
+    chosen = select_candidates(len(dataset.items), request.gold_idx, 5, 0, request.id)
+    items = [dataset.items[i] for i in chosen]
+    bot = ANoTBot(local_model_name, debug=0, max_iterations=4)
+    result = bot(request.text, items)
+    assert sorted(result.ranking.indices) == [1, 2, 3, 4, 5]
+    assert result.ranking.source in ("list", "integers", "scores", "order")
+    assert set(result.stats) == {"P1", "P2", "P3"}
+    assert result.stats["P1"].calls >= 1 and result.stats["P2"].calls >= 1 and result.stats["P3"].calls >= 1
+    assert all(stats.prompt_tokens > 0 for stats in result.stats.values())
+    assert result.steps and execution_layers(result.steps)
+    assert set(result.outputs) == {step.id for step in result.steps}

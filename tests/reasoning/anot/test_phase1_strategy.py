@@ -1,0 +1,135 @@
+"""Phase 1: structured strategy output, its text form, the configurable vocabulary and the draft script
+(ANOT-P1-*, ANOT-DRAFT-*), with the scripted model."""
+
+from __future__ import annotations
+
+import pytest
+
+from llamabot import ScriptedModel
+from llamabot.models.scripted import json_reply
+from llamabot.reasoning.anot import ANoTBot, ConditionType, render_strategy
+from llamabot.reasoning.anot.draft import draft_lwt, locate_path
+from llamabot.reasoning.anot.lwt import execution_layers
+from llamabot.reasoning.anot.strategy import strategy_model
+from llamabot.reasoning.anot.vocabulary import YELP_VOCABULARY
+
+from .helpers import ITEMS, STRATEGY, phase, three_phase_responder
+
+Strategy = strategy_model(YELP_VOCABULARY)
+
+
+def test_anot_p1_010_phase1_sees_the_request_and_a_compact_schema_not_the_items():
+    model = ScriptedModel(responder=three_phase_responder())
+    result = ANoTBot(model, debug=0)("a kid-friendly cozy cafe", ITEMS)
+    request = next(r for r in model.requests if phase(r) == "P1")
+    prompt = request.last_user_text
+    assert "a kid-friendly cozy cafe" in prompt and "Number of items: 3" in prompt
+    assert "attributes.GoodForKids: bool e.g. True" in prompt
+    assert "reviews: list (up to 2) of {text}" in prompt
+    assert "so cozy" not in prompt and "COZY!" not in prompt  # no item data beyond the schema
+    schema = request.response_format["json_schema"]["schema"]
+    assert schema["$defs"]["Condition"]["properties"]["type"]["enum"] == [t.name for t in YELP_VOCABULARY]
+    assert result.strategy.logic == "AND(1, 2)"
+
+
+def test_anot_p1_020_the_strategy_renders_in_the_seed_text_form():
+    strategy = Strategy.model_validate(STRATEGY)
+    assert render_strategy(strategy, YELP_VOCABULARY) == (
+        "===STRATEGY===\n"
+        "CONDITIONS:\n"
+        "  1. [ATTR] attributes.GoodForKids = True\n"
+        '  2. [REVIEW_TEXT] reviews ~ "cozy"\n'
+        "\n"
+        "LOGIC: AND(1, 2)\n"
+        "TOTAL_ITEMS: 3\n"
+        "\n"
+        "===MESSAGE===\n"
+        "kids and cozy"
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"logic": "AND(1, 7)"}, "uses condition ids [7]"),
+        ({"logic": "AND(1, 2"}, "missing ')'"),
+        ({"conditions": [{"request_words": "w", "id": 1, "type": "SMELL", "path": "x", "expected": "y"}], "logic": "AND(1)"}, "conditions.0.type"),
+        ({"conditions": [STRATEGY["conditions"][0], STRATEGY["conditions"][0]], "logic": "AND(1)"}, "ids repeat"),
+    ],
+)
+def test_anot_p1_030_invalid_strategies_are_sent_back_and_repaired(change, error):
+    bad = {**STRATEGY, **change}
+    good = three_phase_responder()
+    model = ScriptedModel([json_reply(bad)], responder=good)
+    result = ANoTBot(model, debug=0)("q", ITEMS)
+    assert result.strategy is not None and result.errors == []
+    repair = model.requests[1]
+    assert phase(repair) == "P1" and error in repair.last_user_text
+
+
+def test_anot_p1_040_without_a_valid_strategy_phase2_works_from_the_request():
+    model = ScriptedModel(
+        [json_reply({"nonsense": True})] * 3,
+        responder=three_phase_responder(final="[2]"),
+    )
+    result = ANoTBot(model, debug=0, max_repairs=2)("find a cafe", ITEMS)
+    assert result.strategy is None and "phase 1" in result.errors[0]
+    p2 = next(r for r in model.requests if phase(r) == "P2")
+    assert "Request: find a cafe" in p2.last_user_text and "The script is empty" in p2.last_user_text
+    # done() refuses the empty script; the agent gives up; the one-step fallback script ranks
+    assert result.phase2["fallback"] == "a one-step script"
+    assert [s.id for s in result.steps] == ["final"] and result.ranking.best == 2
+
+
+def test_anot_p1_050_total_items_is_corrected_to_the_real_count():
+    model = ScriptedModel(responder=three_phase_responder(strategy={**STRATEGY, "total_items": 40}))
+    assert ANoTBot(model, debug=0)("q", ITEMS).strategy.total_items == 3
+
+
+def test_anot_p1_060_the_condition_vocabulary_is_configurable():
+    vocabulary = (ConditionType("PRICE", "price in dollars"), ConditionType("MENTION", "text mentions", "keyword"))
+    strategy = {
+        "conditions": [{"request_words": "w", "id": 1, "type": "PRICE", "path": "price", "expected": "< 10"},
+                       {"request_words": "w", "id": 2, "type": "MENTION", "path": "notes", "expected": "vegan"}],
+        "logic": "OR(1, 2)", "total_items": 2, "message": "",
+    }
+    books = [{"price": 8, "notes": ["Vegan options"]}, {"price": 30, "notes": ["steak"]}]
+    model = ScriptedModel(responder=three_phase_responder(strategy=strategy, final="[1]", condition="[1]"))
+    result = ANoTBot(model, vocabulary=vocabulary, debug=0)("cheap or vegan", books)
+    p1 = next(r for r in model.requests if phase(r) == "P1")
+    assert "- [PRICE] price in dollars" in p1.messages[0]["content"] and "[ATTR]" not in p1.messages[0]["content"]
+    assert "[MENTION] notes" in result.strategy_text
+    assert "{(items)}[*][notes][~vegan]" in result.lwt and "{(items)}[*][price]" in result.lwt
+    with pytest.raises(ValueError, match="UPPER_CASE"):
+        ConditionType("price", "lower case")
+
+
+def test_anot_draft_010_one_step_per_condition_plus_final_with_located_paths():
+    strategy = Strategy.model_validate({
+        **STRATEGY,
+        "conditions": [
+            {"request_words": "w", "id": 1, "type": "ATTR", "path": "goodforkids", "expected": "True"},
+            {"request_words": "w", "id": 2, "type": "AMBIENCE", "path": "Ambience.hipster", "expected": "True"},
+            {"request_words": "w", "id": 3, "type": "REVIEW_TEXT", "path": "reviews.text", "expected": "cozy's [best]"},
+        ],
+        "logic": "AND(1, OR(2, 3))",
+    })
+    steps = draft_lwt(strategy, ITEMS, YELP_VOCABULARY)
+    assert [s.id for s in steps] == ["c1", "c2", "c3", "final"]
+    assert "{(items)}[*][attributes][GoodForKids]" in steps[0].prompt
+    assert "{(items)}[*][attributes][Ambience][hipster]" in steps[1].prompt
+    assert "{(items)}[*][reviews][~cozy s best]" in steps[2].prompt
+    assert steps[3].references == ("c1", "c2", "c3") and "AND(1, OR(2, 3))" in steps[3].prompt
+    assert [len(layer) for layer in execution_layers(steps)] == [3, 1]
+    assert locate_path(ITEMS, ("nothing", "here")) == ("nothing", "here")
+
+
+def test_anot_draft_020_phase2_starts_from_the_draft_unless_disabled():
+    empty_start = ScriptedModel(responder=three_phase_responder())
+    ANoTBot(empty_start, draft=False, debug=0)("q", ITEMS)
+    p2 = next(r for r in empty_start.requests if phase(r) == "P2")
+    assert "The script is empty" in p2.last_user_text
+    drafted = ScriptedModel(responder=three_phase_responder())
+    ANoTBot(drafted, debug=0)("q", ITEMS)
+    p2 = next(r for r in drafted.requests if phase(r) == "P2")
+    assert "1. (c1)=LLM(" in p2.last_user_text and "3. (final)=LLM(" in p2.last_user_text

@@ -1,0 +1,108 @@
+"""Phase 3: layered execution through the model seam (ANOT-P3-*), with the scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from llamabot import ScriptedModel
+from llamabot.errors import ScriptedModelExhausted
+from llamabot.models.reply import ModelReply
+from llamabot.models.scripted import text
+from llamabot.reasoning.anot import ANoTBot, AsyncANoTBot, LWTCycleError, LWTReferenceError
+from llamabot.reasoning.anot.executor import arun_layer, fill_layer
+from llamabot.reasoning.anot.lwt import LWTStep
+from llamabot.reasoning.anot.substitution import SubstitutionContext
+
+from .helpers import ITEMS
+
+PARALLEL = "\n".join(f"(c{i})=LLM('condition {i}: {{(items)}}[*][name]')" for i in range(1, 11)) + "\n" + (
+    "(final)=LLM('" + " ".join(f"{{(c{i})}}" for i in range(1, 11)) + " Output top-5')"
+)
+
+
+def step_responder(request):
+    prompt = request.last_user_text
+    return text("[3, 2, 1]" if prompt.startswith("[") else "[2]")
+
+
+async def test_anot_p3_010_independent_steps_run_concurrently():
+    model = ScriptedModel(responder=step_responder, latency_s=0.05)
+    bot = AsyncANoTBot(model, debug=0, concurrency=10)
+    started = time.perf_counter()
+    result = await bot.aexecute(PARALLEL, ITEMS)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 0.05 * 2 * 1.6  # two layers of 50 ms, not eleven calls in a row
+    assert len(model.requests) == 11 and result.ranking.parsed == (3, 2, 1)
+    assert result.stats["P3"].calls == 11
+
+
+async def test_anot_p3_020_the_concurrency_limit_is_honoured():
+    in_flight, peak = 0, 0
+
+    class Counting:
+        name = "counting"
+
+        def complete(self, request, on_token=None):
+            raise AssertionError("the async flow must not call the sync model")
+
+        async def acomplete(self, request, on_token=None):
+            nonlocal in_flight, peak
+            in_flight += 1
+            peak = max(peak, in_flight)
+            await asyncio.sleep(0.005)
+            in_flight -= 1
+            return ModelReply(content="[1]")
+
+    await AsyncANoTBot(Counting(), debug=0, concurrency=3).aexecute(PARALLEL, ITEMS)
+    assert peak == 3
+    with pytest.raises(ValueError, match="concurrency must be at least 1"):
+        AsyncANoTBot(Counting(), concurrency=0)
+
+
+def test_anot_p3_030_sync_and_async_runs_give_the_same_outputs():
+    script = "(a)=LLM('{(items)}[1][name]')\n(b)=LLM('{(a)} and {(items)}[2][name]')\n(final)=LLM('{(b)} {(query)}')"
+
+    def echo(request):
+        return text(f"<{request.last_user_text}>")
+
+    sync = ANoTBot(ScriptedModel(responder=echo), debug=0).execute(script, ITEMS, "q?")
+    asynchronous = asyncio.run(AsyncANoTBot(ScriptedModel(responder=echo), debug=0).aexecute(script, ITEMS, "q?"))
+    assert sync.outputs == asynchronous.outputs == {"a": "<A>", "b": "<<A> and B>", "final": "<<<A> and B> q?>"}
+
+
+def test_anot_p3_040_a_step_that_cannot_be_filled_does_not_call_the_model():
+    script = "(a)=LLM('{(items)}[1][reviews][oops]')\n(final)=LLM('a said {(a)}')"
+    model = ScriptedModel(responder=lambda r: text("[2, 1]"))
+    result = ANoTBot(model, debug=0).execute(script, ITEMS)
+    assert result.outputs["a"].startswith("ERROR: step 'a': cannot fill {(items)}[1][reviews][oops]")
+    assert len(model.requests) == 1 and "a said ERROR:" in model.requests[0].last_user_text
+    assert result.errors and result.ranking.parsed == (2, 1)
+
+
+def test_anot_p3_050_invalid_scripts_are_refused_before_any_model_call():
+    model = ScriptedModel()
+    bot = ANoTBot(model, debug=0)
+    with pytest.raises(LWTCycleError):
+        bot.execute("(a)=LLM('{(b)}')\n(b)=LLM('{(a)}')", ITEMS)
+    with pytest.raises(LWTReferenceError):
+        bot.execute("(final)=LLM('{(c1)}')", ITEMS)
+    assert model.requests == []
+
+
+async def test_anot_p3_060_a_model_failure_propagates_after_the_layer_finished():
+    model = ScriptedModel([text("[1]"), ScriptedModelExhausted("down"), text("[2]")])
+    calls = fill_layer([LWTStep("a", "x"), LWTStep("b", "y"), LWTStep("c", "z")], SubstitutionContext("", ITEMS))
+    with pytest.raises(ScriptedModelExhausted, match="down"):
+        await arun_layer(calls, model, {})
+    assert len(model.requests) == 3
+
+
+def test_anot_p3_070_the_final_output_becomes_the_ranking_with_score_fallback():
+    script = "(c1)=LLM('x')\n(c2)=LLM('y')\n(final)=LLM('{(c1)} {(c2)}')"
+    model = ScriptedModel([text("[2, 3]"), text("[3]"), text("I am not sure.")])
+    result = ANoTBot(model, debug=0).execute(script, ITEMS)
+    assert result.ranking.source == "scores" and result.ranking.indices == (3, 2, 1)  # votes: 3 twice, 2 once
+    assert result.score_ranking.indices == (3, 2, 1)
