@@ -186,7 +186,7 @@ def test_agt_calc_010_calculator_toolkit():
 def test_agt_dec_080_a_model_that_ignores_the_forced_answer_is_stopped():
     model = ScriptedModel(responder=lambda r: tool_call("add", a=1, b=1))  # never answers
     bot = AgentBot(tools=[add], model_name=model, max_iterations=2)
-    with pytest.raises(RuntimeError, match="did not call 'respond_to_user' when asked"):
+    with pytest.raises(RuntimeError, match=r"did not call 'respond_to_user' \(or another terminal tool\) when asked"):
         bot("loop")
     assert len(model.requests) == 3  # two decisions, then the forced one
 
@@ -235,3 +235,13 @@ def test_agt_dec_150_spans_of_bots_called_inside_a_tool_nest_under_the_tool_call
     by_id = {s.span_id: s for s in bot.last_trace.spans}
     inner_run = next(s for s in bot.last_trace.spans if s.name == "SimpleBot")
     assert by_id[inner_run.parent_id].kind == "tool_call" and by_id[inner_run.parent_id].name == "ask_expert"
+
+
+def test_agt_dec_080_any_terminal_tool_ends_a_forced_run():
+    @tool(loopback_name=None)
+    def done() -> str:
+        """Finish."""
+        return "finished"
+
+    model = ScriptedModel(responder=lambda r: tool_call("add", a=1, b=1) if r.tool_choice == "required" else tool_call("done"))
+    assert AgentBot(tools=[add, done], model_name=model, max_iterations=2)("q") == "finished"

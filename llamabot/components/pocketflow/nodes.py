@@ -124,12 +124,14 @@ class DecideNode(DualNode):
             if shared["_emit"] is not None:
                 _emit(shared, "decision", calls=[c.name for c in decision.calls], errors=decision.errors,
                       iteration=shared["iteration_count"])
-            if inp.force:
-                decision.calls = [c for c in decision.calls if c.name == RESPOND]
+            if inp.force:  # only a terminal tool may run now (respond_to_user was asked for; any terminal ends)
+                tools = self.toolbot.tools
+                decision.calls = [c for c in decision.calls if c.name in tools and tools[c.name].is_terminal]
                 if not decision.calls:  # a hard stop: the model was told to answer and did not
                     raise RuntimeError(
                         f"max_iterations ({self.max_iterations}) exceeded and the model did not call {RESPOND!r} "
-                        f"when asked to answer (it chose: {[c.name for c in outcome.tool_calls] or 'no tool'})"
+                        f"(or another terminal tool) when asked to answer "
+                        f"(it chose: {[c.name for c in outcome.tool_calls] or 'no tool'})"
                     )
             if not decision.calls:
                 shared["_errors"] += 1
