@@ -5,12 +5,14 @@
 
 Shows a progress bar, a results table (request, gold, ranking, hit) and a summary (Hits@1..5, MRR, time,
 calls and tokens per request); ``--out`` writes the JSON report with per-request, per-phase timings, calls and
-tokens. Only typer and rich are imported here at import time; the harness and models load when it runs.
+tokens, rewritten after every request while the run goes (``"partial": true``) so an interrupted run keeps what
+it finished. Only typer and rich are imported here at import time; the harness and models load when it runs.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Optional
 
@@ -96,7 +98,18 @@ def anot(
         raise typer.Exit(2) from exc
     methods = ["anot", "cot"] if method == "both" else [method]
     names = [str(item.get("name", index)) for index, item in enumerate(dataset.items)]
+    config = {
+        "data": str(data), "limit": limit, "requests": request_ids, "candidates": candidates, "seed": seed,
+        "methods": methods, "model": model,
+    }
     reports = []
+    done: dict[str, list[Any]] = {}
+
+    def record_done(name: str, record: Any) -> None:
+        done.setdefault(name, []).append(record)
+        if out is not None:  # keep what is finished, should the run be interrupted
+            partial = {"config": config, "partial": True, "records": {m: [asdict(r) for r in rs] for m, rs in done.items()}}
+            out.write_text(json.dumps(partial, indent=2, default=str))
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=console, transient=False,
@@ -108,7 +121,8 @@ def anot(
             try:
                 report = evaluate(
                     dataset, name, model, limit=limit, candidates=candidates, seed=seed, debug=log,
-                    on_record=lambda record, task=task: progress.advance(task), request_ids=request_ids, **options,
+                    on_record=lambda record, task=task, name=name: (progress.advance(task), record_done(name, record)),
+                    request_ids=request_ids, **options,
                 )
             except LlamabotError as exc:
                 err_console.print(f"[red]error:[/red] {exc}")
@@ -117,13 +131,8 @@ def anot(
     for report in reports:
         console.print(_results_table(report, names))
     console.print(_summary_table(reports))
-    document: dict[str, Any] = {
-        "config": {
-            "data": str(data), "limit": limit, "requests": request_ids, "candidates": candidates, "seed": seed,
-            "methods": methods, "model": reports[0].model if reports else model,
-        },
-        "reports": {report.method: report.to_dict() for report in reports},
-    }
+    config["model"] = reports[0].model if reports else model
+    document: dict[str, Any] = {"config": config, "reports": {report.method: report.to_dict() for report in reports}}
     if len(reports) == 2:
         anot_tokens, cot_tokens = (r.summary()["prompt_tokens_per_request"] for r in reports)
         document["token_ratio"] = anot_tokens / cot_tokens if cot_tokens else None

@@ -100,10 +100,30 @@ def test_anot_cli_010_anot_command_evaluates_both_methods_and_writes_the_report(
     assert "anot (logic scores)" in result.output
     assert "[P1:R00] Planning for:" in result.output and "[CoT:R01] Final ranking:" in result.output
     document = json.loads(out.read_text())
+    assert "partial" not in document
     assert set(document["reports"]) == {"anot", "cot"} and document["config"]["seed"] == 3
     assert document["token_ratio"] > 0
     record = document["reports"]["anot"]["records"][0]
     assert set(record["phases"]) == {"P1", "P2", "P3"} and record["phases"]["P3"]["calls"] >= 1
+
+
+def test_anot_cli_010_an_interrupted_run_keeps_the_finished_requests(tmp_path):
+    from llamabot.models.scripted_provider import register_scripted_provider
+
+    calls = {"n": 0}
+
+    def dies_in_the_second_request(request):
+        calls["n"] += 1
+        if calls["n"] > 5:  # request 1 uses 5 calls (P1, P2, three steps)
+            raise KeyboardInterrupt
+        return eval_responder(request)
+
+    name = register_scripted_provider(ScriptedModel(responder=dies_in_the_second_request, name="anot-cut"), prefix="scripted-cut")
+    out = tmp_path / "partial.json"
+    result = CliRunner().invoke(app, ["anot", "--data", str(FIXTURE_DATA), "--limit", "3", "--model", name, "--out", str(out)])
+    assert result.exit_code != 0
+    document = json.loads(out.read_text())
+    assert document["partial"] is True and [r["request_id"] for r in document["records"]["anot"]] == ["R01"]
 
 
 def test_anot_cli_020_bad_arguments_are_refused():
