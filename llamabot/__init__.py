@@ -6,11 +6,12 @@ imported on the first model call, never at import.
 
 from __future__ import annotations
 
-import importlib
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from loguru import logger as _logger
+
+from llamabot.lazy import lazy_attributes
 
 # Never fetch LiteLLM's cost map over the network at import (unless the user chose otherwise).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -72,14 +73,4 @@ if TYPE_CHECKING:
     from llamabot.tracing import Trace
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'llamabot' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals(), __all__)

@@ -6,9 +6,9 @@ public name is imported on first access, so ``import llamabot.reasoning.anot`` n
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from llamabot.lazy import lazy_attributes
 from llamabot.reasoning.anot.lwt import (
     LWTCycleError,
     LWTError,
@@ -82,14 +82,4 @@ if TYPE_CHECKING:
     from llamabot.reasoning.anot.vocabulary import YELP_VOCABULARY, ConditionType
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'llamabot.reasoning.anot' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals(), __all__)

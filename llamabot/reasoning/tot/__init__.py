@@ -10,9 +10,9 @@ on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from llamabot.lazy import lazy_attributes
 from llamabot.reasoning.tot.games.game24 import check_game24
 
 _EXPORTS: dict[str, str] = {
@@ -63,14 +63,4 @@ if TYPE_CHECKING:
     from llamabot.reasoning.tot.result import ToTResult, build_result
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'llamabot.reasoning.tot' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals(), __all__)
