@@ -43,6 +43,11 @@ class SimpleBot:
             **extra,
         )
 
+    def exchange(self, *messages: Any) -> Exchange[Any]:
+        """The bot's logic as a generator exchange (it yields model requests and returns the bot's result), for
+        nodes that drive it with ``run_exchange``/``arun_exchange`` inside their own spans."""
+        return self._exchange(messages)
+
     def _exchange(self, messages: tuple[Any, ...]) -> Exchange[AIMessage]:
         reply = yield self._request(to_messages(messages))
         if not reply.content:

@@ -9,6 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from llamabot import AsyncSimpleBot, AsyncStructuredBot, AsyncToolBot, SimpleBot, StructuredBot, ToolBot, tool
+from llamabot.bot.exchange import run_exchange
 from llamabot.bot.toolbot import OLLAMA_TOOL_REMINDER
 from llamabot.errors import ModelCallError, StructuredOutputError
 from llamabot.messages import tool_result
@@ -202,3 +203,13 @@ async def test_bot_tool_100_async_twin_parses_the_same_way():
     model = ScriptedModel([tool_call("add", a=5, b=6)])
     reply = await AsyncToolBot("s", model_name=model, tools=[add])("x")
     assert reply.first.arguments == {"a": 5, "b": 6}
+
+
+def test_bot_exchange_is_the_public_generator_both_drivers_run():
+    class Answer(BaseModel):
+        value: int
+
+    model = ScriptedModel([json_reply({"value": "x"}), json_reply({"value": 3})])
+    bot = StructuredBot("sys", Answer, model)
+    assert run_exchange(bot.exchange("what?"), model) == Answer(value=3)  # the repair loop ran inside
+    assert len(model.requests) == 2

@@ -28,6 +28,15 @@ FORCE_MESSAGE = (
 )
 
 
+def force_message(final_toolbot: ToolBot) -> str:
+    """The last user message of a forced decision: :data:`FORCE_MESSAGE`, or, when the final toolbot is forced to
+    another terminal tool (ANoT's ``done``), the same request naming that tool."""
+    choice = final_toolbot.tool_choice
+    if isinstance(choice, str) and choice not in ("auto", "required", "none", RESPOND):
+        return f"You have used all allowed steps. Finish now with {choice}()."
+    return FORCE_MESSAGE
+
+
 class ToolExecutionError(LlamabotError, RuntimeError):
     """A tool kept failing: raised after the bounded number of consecutive failures."""
 
@@ -94,7 +103,7 @@ class DecideNode(DualNode):
             raise RuntimeError(
                 f"max_iterations ({self.max_iterations}) exceeded and no {RESPOND!r} tool is registered to end the run"
             )
-        return (yield from self.final_toolbot.exchange_messages([*inp.window, user(FORCE_MESSAGE)]))
+        return (yield from self.final_toolbot.exchange_messages([*inp.window, user(force_message(self.final_toolbot))]))
 
     def exec(self, inp: DecideInput) -> tuple[ToolBotReply, Any] | None:
         if inp.window is None:

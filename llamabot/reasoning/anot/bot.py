@@ -25,7 +25,7 @@ from llamabot.reasoning.anot.debug import SUMMARY, DebugLog
 from llamabot.reasoning.anot.executor import DEFAULT_CONCURRENCY
 from llamabot.reasoning.anot.lwt import LWTStep, execution_layers, parse_lwt
 from llamabot.reasoning.anot.nodes import LayerNode, LWTNode, RankNode, StrategyNode
-from llamabot.reasoning.anot.prompts import PHASE1_SYSTEM, PHASE2_SYSTEM
+from llamabot.reasoning.anot.prompts import PHASE1_SYSTEM, PHASE2_SYSTEM, PHASE2_SYSTEM_DRAFT
 from llamabot.reasoning.anot.ranking import Ranking
 from llamabot.reasoning.anot.state import ANoTResult, new_anot_state
 from llamabot.reasoning.anot.stats import phase_stats, total
@@ -56,7 +56,7 @@ class ANoTBot:
         draft: bool = True,
         max_iterations: int = 6,
         max_errors: int = 3,
-        history_limit: int | None = 16,
+        history_limit: int | None = 8,
         max_repairs: int = 2,
         concurrency: int = DEFAULT_CONCURRENCY,
         max_substitution_chars: int = DEFAULT_MAX_CHARS,
@@ -81,15 +81,16 @@ class ANoTBot:
             **{**completion_kwargs, "max_tokens": plan_max_tokens},
         )
         agent_kwargs = {**completion_kwargs, "max_tokens": agent_max_tokens}
+        agent_system = PHASE2_SYSTEM_DRAFT if draft else PHASE2_SYSTEM
         decide = DecideNode(
-            ToolBot(PHASE2_SYSTEM, self.model, tools=PHASE2_TOOLS, **agent_kwargs),
-            ToolBot(PHASE2_SYSTEM, self.model, tools=PHASE2_TOOLS, tool_choice=done.tool.name, **agent_kwargs),
+            ToolBot(agent_system, self.model, tools=PHASE2_TOOLS, **agent_kwargs),
+            ToolBot(agent_system, self.model, tools=PHASE2_TOOLS, tool_choice=done.tool.name, **agent_kwargs),
             max_iterations=max_iterations,
             max_errors=max_errors,
             history_limit=history_limit,
         )
         self.agent = AsyncAgentBot(
-            tools=PHASE2_TOOLS, system_prompt=PHASE2_SYSTEM, model_name=self.model, decide_node=decide, max_errors=max_errors
+            tools=PHASE2_TOOLS, system_prompt=agent_system, model_name=self.model, decide_node=decide, max_errors=max_errors
         )
         self.strategy_node = StrategyNode(planner, self.vocabulary)
         self.lwt_node = LWTNode(self.agent, self.vocabulary, draft=draft, read_chars=read_chars)

@@ -43,7 +43,7 @@ from llamabot.reasoning.anot.ranking import (
 )
 from llamabot.reasoning.anot.script import LWTScript
 from llamabot.reasoning.anot.stats import PHASE_KIND, model_calls_in
-from llamabot.reasoning.anot.strategy import Strategy, render_strategy
+from llamabot.reasoning.anot.strategy import Strategy, brief_conditions, render_strategy
 from llamabot.reasoning.anot.substitution import DEFAULT_MAX_CHARS, SubstitutionContext
 from llamabot.reasoning.anot.tools import PHASE2_KEY, Phase2Context
 from llamabot.reasoning.anot.vocabulary import Vocabulary
@@ -97,14 +97,14 @@ class StrategyNode(DualNode):
     def exec(self, message: str) -> PhaseOutcome:
         with span("P1", PHASE_KIND) as phase:
             try:
-                return PhaseOutcome(run_exchange(self.planner._exchange((message,)), self.planner.model), phase)
+                return PhaseOutcome(run_exchange(self.planner.exchange(message), self.planner.model), phase)
             except StructuredOutputError as exc:
                 return PhaseOutcome(None, phase, f"phase 1: {exc}")
 
     async def exec_async(self, message: str) -> PhaseOutcome:
         with span("P1", PHASE_KIND) as phase:
             try:
-                return PhaseOutcome(await arun_exchange(self.planner._exchange((message,)), self.planner.model), phase)
+                return PhaseOutcome(await arun_exchange(self.planner.exchange(message), self.planner.model), phase)
             except StructuredOutputError as exc:
                 return PhaseOutcome(None, phase, f"phase 1: {exc}")
 
@@ -153,9 +153,9 @@ class LWTNode(DualNode):
         draft = draft_lwt(strategy, items, self.vocabulary) if strategy is not None else []
         script = LWTScript(draft if self.draft else [], items)
         context = Phase2Context(script, items, shared["query"], self.read_chars, shared["log"], shared["tag"])
-        text = shared["strategy_text"] or f"Request: {shared['query']}"
+        conditions = brief_conditions(strategy, self.vocabulary) if strategy is not None else f"Request: {shared['query']}"
         template = PHASE2_USER_DRAFT if len(script) else PHASE2_USER_EMPTY
-        message = template.format(strategy=text, n_items=n_items, listing=script.listing())
+        message = template.format(conditions=conditions, n_items=n_items, listing=script.listing())
         shared["log"](VERBOSE, "P2", shared["tag"], f"ReAct expansion: {len(script)} initial steps...")
         trace = current_trace() or shared["trace"]
         state = new_run_state(message, memory=[], globals_dict={PHASE2_KEY: context}, trace=trace)

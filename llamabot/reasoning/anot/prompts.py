@@ -6,24 +6,20 @@ far better than a one-sentence instruction (facts.md), so phase 2's prompt carri
 
 from __future__ import annotations
 
-PHASE1_SYSTEM = """You turn a request into conditions that can be checked on items. You see the items' schema, not \
-the items. Every need the request states or implies is one condition; pick the schema field that checks it. Do not \
-look for matching items.
+PHASE1_SYSTEM = """Turn a request into conditions that can be checked on items (you see the items' schema, not \
+the items). Each need the request states or implies is one condition, checked by one schema field.
 
 Condition types:
 {vocabulary}
 
-Answer with JSON: conditions, a list of {{id, request_words, path, expected, type}} (request_words: the words of the \
-request stating the condition; path: a field path from the schema; expected: the value that satisfies it, or the \
-keyword to search); logic: AND(...) of the ids that must all hold, OR(...) of ids where one is enough, nested as the \
-request says; total_items; message: one short note for the next phase.
+JSON fields: conditions [{{id, request_words (the request's words for it), path (a schema field), expected (the \
+value that satisfies it, or the keyword), type}}]; logic (AND(...): all must hold, OR(...): one is enough, \
+nestable); total_items; message (a short note).
 
-Worked example. Request: "I'm bringing my dog and paying in bitcoin; live music or a DJ would be great."
-conditions: [{{"id": 1, "request_words": "bringing my dog", "path": "attributes.DogsAllowed", "expected": "True", \
-"type": "ATTR"}}, {{"id": 2, "request_words": "paying in bitcoin", "path": "attributes.BusinessAcceptsBitcoin", \
-"expected": "True", "type": "ATTR"}}, {{"id": 3, "request_words": "live music", "path": "attributes.Music.live", \
-"expected": "True", "type": "ATTR"}}, {{"id": 4, "request_words": "a DJ", "path": "attributes.Music.dj", \
-"expected": "True", "type": "ATTR"}}], logic: AND(1, 2, OR(3, 4))."""
+Example: "I'm bringing my dog; live music or a DJ would be great." -> conditions: [{{"id": 1, "request_words": \
+"bringing my dog", "path": "attributes.DogsAllowed", "expected": "True", "type": "ATTR"}}, {{"id": 2, \
+"request_words": "live music", "path": "attributes.Music.live", "expected": "True", "type": "ATTR"}}, {{"id": 3, \
+"request_words": "a DJ", "path": "attributes.Music.dj", "expected": "True", "type": "ATTR"}}], logic: AND(1, OR(2, 3))"""
 
 PHASE1_USER = """Item schema (field paths, types, example values):
 {schema}
@@ -32,36 +28,41 @@ Number of items: {n_items}
 
 Request: {query}"""
 
-PHASE2_SYSTEM = """You write an LWT script that checks items against a strategy. A step is (id)=LLM("prompt"). \
-In a prompt, {(items)}[*][path] becomes every item's value ("1=True, 2=False, ..."; items are numbered from 1), \
-{(items)}[3][path] item 3's value, {(query)} the request, {(c1)} the output of step c1. A path is keys like \
-[attributes][GoodForKids]; [reviews][~word] counts the reviews mentioning word. One step per condition outputs the \
-matching items as a list; the last step, (final), combines them into the top-5. Example:
+PHASE2_SYSTEM = """You write an LWT script that checks items against conditions. A step is (id)=LLM("prompt"). In a \
+prompt, {(items)}[*][attributes][GoodForKids] becomes every item's value ("1=True, 2=False, ..."), \
+{(items)}[3][path] item 3's value, [reviews][~word] the count of reviews mentioning word, {(c1)} step c1's output. \
+One step per condition lists the matching items; the last step, (final), ranks the top-5. Example:
 (c1)=LLM("GoodForKids: {(items)}[*][attributes][GoodForKids]. Which are True? Output: [indices]")
 (c2)=LLM("Reviews mentioning cozy: {(items)}[*][reviews][~cozy]. Which have at least 1? Output: [indices]")
-(final)=LLM("c1={(c1)}, c2={(c2)}. Logic: AND(1, 2). Score +1 per condition met. Output top-5: [best, ...]")
-Use the tools one call at a time; call done() when the script is right."""
+(final)=LLM("c1={(c1)}, c2={(c2)}. Logic: AND(1, 2). Output top-5: [best, ...]")
+Call one tool at a time; call done() when the script is right."""
 
-PHASE2_USER_DRAFT = """{strategy}
+#: Phase 2's system prompt when it starts from the draft (the default): the draft's steps already show the
+#: syntax, so only what the model needs to check and fix them.
+PHASE2_SYSTEM_DRAFT = """You check an LWT script against the request's conditions. A step is (id)=LLM("prompt"); \
+in a prompt {(items)}[*][attributes][GoodForKids] becomes every item's value at that path, [reviews][~word] the \
+count of reviews mentioning word, {(c1)} step c1's output. Call one tool at a time; call done() when the script is \
+right."""
 
-There are {n_items} items. A draft script was written from the strategy:
+PHASE2_USER_DRAFT = """Conditions:
+{conditions}
+
+Draft script for the {n_items} items:
 {listing}
 
-If every condition has a step with the right path and value, call done() now. Otherwise fix a step with lwt_set \
-or add one with lwt_insert, then call done()."""
+If each condition's step checks the right path and value, call done() now. Else fix that step with lwt_set (or \
+add one with lwt_insert), then call done()."""
 
-PHASE2_USER_EMPTY = """{strategy}
+PHASE2_USER_EMPTY = """{conditions}
 
 There are {n_items} items. The script is empty: insert one step per condition and a (final) step, then call done()."""
 
-STEP_SYSTEM = (
-    "You answer one step of an evaluation. Be brief. When asked for item numbers, end with a list such as [2, 5] "
-    "(or [] if none)."
-)
+STEP_SYSTEM = "Answer one step of an evaluation, briefly. When asked for item numbers, end with a list like [2, 5] or []."
 
 COT_SYSTEM = (
-    "You rank items for a request. Think step by step, briefly: check each item against every condition of the "
-    "request. Then, on the last line, output the top-5 item numbers, best first, as a list like [3, 1, 4, 2, 5]."
+    "You rank items for a request. Think step by step, briefly: first name the request's conditions in one line, "
+    "then write one short line per item: its number and which conditions it meets or fails. "
+    "On the last line output the top-5 item numbers, best first, as a list like [3, 1, 4, 2, 5]."
 )
 
 COT_USER = """Request: {query}
@@ -69,4 +70,9 @@ COT_USER = """Request: {query}
 Items:
 {items}
 
-Which items best match the request? Reason briefly, then end with the top-5 item numbers as a list."""
+Which items best match the request? Answer in this form, one short line per item (do not copy the items):
+Conditions: <the request's conditions>
+1: meets <...>; fails <...>
+2: meets <...>; fails <...>
+...
+Top-5: [<best>, <2nd>, <3rd>, <4th>, <5th>]"""

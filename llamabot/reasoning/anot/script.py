@@ -103,6 +103,8 @@ class LWTScript:
             raise IndexError(f"no step {position}; valid positions: {valid}")
         step = parse_step(text)
         old = self.steps[position - 1]
+        if step.id == old.id and step.prompt == old.prompt:
+            return f"step {position} is already exactly this; nothing changed. If the script is right, call done()."
         notes = self._checked(step, [*self.steps[: position - 1], step, *self.steps[position:]], old)
         self.steps[position - 1] = step
         return " ".join([f"set step {position} to ({step.id}).", *notes])

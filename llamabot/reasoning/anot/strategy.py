@@ -85,6 +85,20 @@ def condition_text(condition: Condition, vocabulary: Vocabulary = ()) -> str:
     return f"{condition.path} = {condition.expected}"
 
 
+def brief_conditions(strategy: Strategy, vocabulary: Vocabulary = ()) -> str:
+    """The strategy as phase 2's prompt shows it: each condition with the request's words, then the logic::
+
+        1. "bringing my dog" -> attributes.DogsAllowed = True
+        Logic: AND(1)
+    """
+    lines = [
+        f'{c.id}. "{c.request_words}" -> {condition_text(c, vocabulary)}' if c.request_words.strip()
+        else f"{c.id}. {condition_text(c, vocabulary)}"
+        for c in strategy.conditions
+    ]
+    return "\n".join([*lines, f"Logic: {strategy.logic}"])
+
+
 def render_strategy(strategy: Strategy, vocabulary: Vocabulary = ()) -> str:
     """The seed's ``===STRATEGY=== / ===MESSAGE===`` text form (for display, logs and the phase 2 prompt)."""
     lines = ["===STRATEGY===", "CONDITIONS:"]

@@ -31,11 +31,11 @@ class ConditionType:
 Vocabulary = Sequence[ConditionType]
 
 YELP_VOCABULARY: tuple[ConditionType, ...] = (
-    ConditionType("ATTR", "an attribute of the place: path attributes.<Name>, expected its value (True, False, a word, a number)"),
-    ConditionType("AMBIENCE", "the atmosphere: path attributes.Ambience.<key>, expected True or False"),
-    ConditionType("MEAL", "a meal it is good for: path attributes.GoodForMeal.<key>, expected True or False"),
+    ConditionType("ATTR", "attribute: path attributes.<Name>, expected its value (True, False, a word, a number)"),
+    ConditionType("AMBIENCE", "atmosphere: path attributes.Ambience.<key>, expected True or False"),
+    ConditionType("MEAL", "meal it suits: path attributes.GoodForMeal.<key>, expected True or False"),
     ConditionType("HOURS", "opening hours: path hours.<Day>, expected the time it must be open"),
-    ConditionType("REVIEW_TEXT", "something reviews should mention: path reviews, expected one keyword", "keyword"),
+    ConditionType("REVIEW_TEXT", "reviews should mention it: path reviews, expected one keyword", "keyword"),
 )
 
 

@@ -93,7 +93,7 @@ def test_anot_dbg_020_level_2_shows_phases_strategy_and_lwt_steps():
 
 def test_anot_dbg_030_level_3_shows_full_prompts_and_responses():
     text = "\n".join(run_with_log(3))
-    assert "[P1:R07] prompt system: You turn a request into conditions" in text
+    assert "[P1:R07] prompt system: Turn a request into conditions" in text
     assert "[P1:R07] response: {" in text
     assert "[P2:R07] response: done({})" in text
     assert "[P3:R07] (c1) filled: GoodForKids: 1=True, 2=False, 3=True. Which are True?" in text

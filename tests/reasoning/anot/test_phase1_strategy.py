@@ -129,7 +129,19 @@ def test_anot_draft_020_phase2_starts_from_the_draft_unless_disabled():
     ANoTBot(empty_start, draft=False, debug=0)("q", ITEMS)
     p2 = next(r for r in empty_start.requests if phase(r) == "P2")
     assert "The script is empty" in p2.last_user_text
+    assert "Example:" in p2.messages[0]["content"]  # from scratch: the full syntax with a worked example
     drafted = ScriptedModel(responder=three_phase_responder())
     ANoTBot(drafted, debug=0)("q", ITEMS)
     p2 = next(r for r in drafted.requests if phase(r) == "P2")
     assert "1. (c1)=LLM(" in p2.last_user_text and "3. (final)=LLM(" in p2.last_user_text
+    assert p2.messages[0]["content"].startswith("You check an LWT script")  # the draft shows the syntax
+
+
+def test_anot_draft_030_phase2_sees_each_condition_with_the_request_words_not_the_strategy_block():
+    model = ScriptedModel(responder=three_phase_responder())
+    result = ANoTBot(model, debug=0)("q", ITEMS)
+    p2 = next(r for r in model.requests if phase(r) == "P2").last_user_text
+    assert '1. "w" -> attributes.GoodForKids = True' in p2
+    assert '2. "w" -> reviews ~ "cozy"' in p2 and "Logic: AND(1, 2)" in p2
+    assert "===STRATEGY===" not in p2  # the seed's text form is for display and logs
+    assert result.strategy_text.startswith("===STRATEGY===")

@@ -128,9 +128,9 @@ def test_anot_p2_070_the_loop_is_bounded_and_the_forced_decision_names_done():
     assert len(requests) == 4  # 3 decisions, then one forced
     assert [r.tool_choice for r in requests[:3]] == ["required"] * 3
     assert requests[-1].tool_choice == {"type": "function", "function": {"name": "done"}}
+    assert requests[-1].last_user_text == "You have used all allowed steps. Finish now with done()."
     assert result.phase2["iterations"] == 4
-    # the agent's (valid) script runs, whether the forced `done` ended the loop or DecideNode refused it
-    assert result.phase2["fallback"] in (None, "the agent's script")
+    assert result.phase2["fallback"] is None and result.phase2["error"] is None  # the forced done() ends the run
     assert [s.id for s in result.steps] == ["c1", "c2", "final"]
 
 
@@ -181,3 +181,10 @@ def test_anot_p2_080_a_failed_model_call_in_phase2_falls_back_too():
     result = ANoTBot(ScriptedModel(responder=respond), debug=0)("q", ITEMS)
     assert result.phase2["error"] == "phase 2: ConnectionError: tool call cut short"
     assert result.phase2["fallback"] == "the agent's script" and result.ranking.parsed == (3, 1, 2)
+
+
+def test_anot_p2_120_setting_a_step_to_itself_changes_nothing_and_says_so():
+    script = LWTScript([], ITEMS)
+    script.insert(1, C3)
+    assert "nothing changed" in script.set(1, C3)
+    assert "set step 1" in script.set(1, C3.replace("free", "paid"))
