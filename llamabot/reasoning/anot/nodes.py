@@ -43,7 +43,12 @@ from llamabot.reasoning.anot.ranking import (
 )
 from llamabot.reasoning.anot.script import LWTScript
 from llamabot.reasoning.anot.stats import PHASE_KIND, model_calls_in
-from llamabot.reasoning.anot.strategy import Strategy, brief_conditions, render_strategy
+from llamabot.reasoning.anot.strategy import (
+    Strategy,
+    brief_conditions,
+    merge_duplicate_conditions,
+    render_strategy,
+)
 from llamabot.reasoning.anot.substitution import DEFAULT_MAX_CHARS, SubstitutionContext
 from llamabot.reasoning.anot.tools import PHASE2_KEY, Phase2Context
 from llamabot.reasoning.anot.vocabulary import Vocabulary
@@ -119,6 +124,9 @@ class StrategyNode(DualNode):
         if strategy.total_items != shared["n_items"]:
             log(VERBOSE, "P1", tag, f"TOTAL_ITEMS {strategy.total_items} corrected to {shared['n_items']}")
             strategy.total_items = shared["n_items"]
+        strategy, merged = merge_duplicate_conditions(strategy)
+        if merged:
+            log(VERBOSE, "P1", tag, "Merged repeated conditions: " + ", ".join(f"{a} = {b}" for a, b in merged.items()))
         shared["strategy"] = strategy
         shared["strategy_text"] = render_strategy(strategy, self.vocabulary)
         log(VERBOSE, "P1", tag, shared["strategy_text"])
@@ -240,7 +248,7 @@ class LayerNode(DualNode):
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.model = model
-        self.params = params
+        self.completion_params = params  # not `params`: pocketflow's Flow overwrites node.params on every run
         self.concurrency = concurrency
         self.max_chars = max_chars
 
@@ -253,11 +261,11 @@ class LayerNode(DualNode):
 
     def exec(self, inp: LayerInput) -> PhaseOutcome:
         with span("P3", PHASE_KIND, layer=inp.index) as phase:
-            return PhaseOutcome(run_layer(inp.calls, self.model, self.params), phase)
+            return PhaseOutcome(run_layer(inp.calls, self.model, self.completion_params), phase)
 
     async def exec_async(self, inp: LayerInput) -> PhaseOutcome:
         with span("P3", PHASE_KIND, layer=inp.index) as phase:
-            return PhaseOutcome(await arun_layer(inp.calls, self.model, self.params, self.concurrency), phase)
+            return PhaseOutcome(await arun_layer(inp.calls, self.model, self.completion_params, self.concurrency), phase)
 
     def post(self, shared: dict[str, Any], inp: LayerInput, outcome: PhaseOutcome) -> str:
         log, tag = shared["log"], shared["tag"]

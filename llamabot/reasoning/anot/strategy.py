@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model, model_validator
 
-from llamabot.reasoning.anot.logic import Logic, parse_logic
+from llamabot.reasoning.anot.logic import Logic, Term, parse_logic
 from llamabot.reasoning.anot.vocabulary import Vocabulary, check_of, vocabulary_names
 
 MAX_CONDITIONS = 8
@@ -76,6 +76,34 @@ def strategy_model(vocabulary: Vocabulary) -> type[Strategy]:
         __base__=Strategy,
         conditions=(list[condition], Field(min_length=1, max_length=MAX_CONDITIONS)),  # type: ignore[valid-type]
     )
+
+
+def _remap(node: Logic, mapping: dict[int, int]) -> Logic:
+    args: dict[Term, None] = {}
+    for arg in node.args:
+        args.setdefault(mapping.get(arg, arg) if isinstance(arg, int) else _remap(arg, mapping), None)
+    return Logic(node.op, tuple(args))
+
+
+def merge_duplicate_conditions(strategy: Strategy) -> tuple[Strategy, dict[int, int]]:
+    """Merge conditions that check the same thing (same type, path and expected value, ignoring case): the first
+    keeps its id, LOGIC is rewritten to it (``AND(1, 3)`` with 3 = 1 becomes ``AND(1)``). Small models often
+    repeat a condition; each copy would cost a phase 3 call and weigh twice in the scores. Returns the strategy
+    (unchanged when nothing repeats) and ``{dropped id: kept id}``."""
+    first: dict[tuple[str, str, str], int] = {}
+    mapping: dict[int, int] = {}
+    kept = []
+    for condition in strategy.conditions:
+        key = (condition.type, condition.path.strip().lower(), condition.expected.strip().lower())
+        if key in first:
+            mapping[condition.id] = first[key]
+        else:
+            first[key] = condition.id
+            kept.append(condition)
+    if not mapping:
+        return strategy, mapping
+    logic = _remap(strategy.logic_tree, mapping).render()
+    return strategy.model_copy(update={"conditions": kept, "logic": logic}), mapping
 
 
 def condition_text(condition: Condition, vocabulary: Vocabulary = ()) -> str:

@@ -145,3 +145,22 @@ def test_anot_draft_030_phase2_sees_each_condition_with_the_request_words_not_th
     assert '2. "w" -> reviews ~ "cozy"' in p2 and "Logic: AND(1, 2)" in p2
     assert "===STRATEGY===" not in p2  # the seed's text form is for display and logs
     assert result.strategy_text.startswith("===STRATEGY===")
+
+
+def test_anot_p1_070_repeated_conditions_are_merged_and_logic_rewritten():
+    repeated = {
+        "conditions": [
+            {"request_words": "kids", "id": 1, "type": "ATTR", "path": "attributes.GoodForKids", "expected": "True"},
+            {"request_words": "cozy", "id": 2, "type": "REVIEW_TEXT", "path": "reviews", "expected": "cozy"},
+            {"request_words": "little ones", "id": 3, "type": "ATTR", "path": "Attributes.GoodForKids ", "expected": "true"},
+            {"request_words": "snug", "id": 4, "type": "REVIEW_TEXT", "path": "reviews", "expected": "Cozy"},
+        ],
+        "logic": "AND(1, 3, OR(2, 4))",
+        "total_items": 3,
+        "message": "",
+    }
+    model = ScriptedModel(responder=three_phase_responder(strategy=repeated))
+    result = ANoTBot(model, debug=0)("q", ITEMS)
+    assert [c.id for c in result.strategy.conditions] == [1, 2]
+    assert result.strategy.logic == "AND(1, OR(2))"
+    assert [s.id for s in result.steps] == ["c1", "c2", "final"]  # one phase 3 call per distinct condition

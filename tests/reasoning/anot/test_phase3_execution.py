@@ -106,3 +106,14 @@ def test_anot_p3_070_the_final_output_becomes_the_ranking_with_score_fallback():
     result = ANoTBot(model, debug=0).execute(script, ITEMS)
     assert result.ranking.source == "scores" and result.ranking.indices == (3, 2, 1)  # votes: 3 twice, 2 once
     assert result.score_ranking.indices == (3, 2, 1)
+
+
+async def test_anot_p3_080_every_step_call_carries_the_step_limits_and_completion_kwargs():
+    """Regression: the step parameters once lived in ``LayerNode.params``, which pocketflow's Flow resets on every
+    run, so steps ran without ``step_max_tokens`` (1024 tokens of rambling instead of 128)."""
+    script = "(c1)=LLM('kids: {(items)}[*][attributes][GoodForKids]. Which are True?')\n(final)=LLM('{(c1)} top-5')"
+    model = ScriptedModel(responder=lambda request: text("[1, 3]"))
+    ANoTBot(model, debug=0, step_max_tokens=40, temperature=0.2).execute(script, ITEMS)
+    await AsyncANoTBot(model, debug=0, step_max_tokens=40, temperature=0.2).aexecute(script, ITEMS)
+    assert len(model.requests) == 4
+    assert all(r.params == {"temperature": 0.2, "max_tokens": 40} for r in model.requests)
