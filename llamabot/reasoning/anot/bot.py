@@ -43,8 +43,10 @@ class ANoTBot:
     ``vocabulary``: the condition types phase 1 may use. ``draft``: start phase 2 from the script compiled from
     the strategy (``False``: from an empty script, as in the seed). ``max_iterations``/``max_errors``/
     ``history_limit``: bounds of phase 2's agent loop. ``concurrency``: phase 3's limit on simultaneous model
-    calls per layer (async). ``max_substitution_chars``: cap per substituted variable. ``*_max_tokens``:
-    completion limits per phase. ``debug``: level 0-3 or a :class:`DebugLog` (default: ``$ANOT_DEBUG``).
+    calls per layer (async). ``max_substitution_chars``: cap per substituted variable. ``rank_by``: ``"final"``
+    (the seed's way: the final step's output) or ``"scores"`` (the strategy's logic over the condition steps'
+    outputs, see :class:`RankNode`). ``*_max_tokens``: completion limits per phase. ``debug``: level 0-3 or a
+    :class:`DebugLog` (default: ``$ANOT_DEBUG``).
     ``completion_kwargs`` (``temperature``, ``api_base``...) pass through to every model call.
     """
 
@@ -60,6 +62,7 @@ class ANoTBot:
         max_repairs: int = 2,
         concurrency: int = DEFAULT_CONCURRENCY,
         max_substitution_chars: int = DEFAULT_MAX_CHARS,
+        rank_by: str = "final",
         read_chars: int = 1200,
         plan_max_tokens: int = 512,
         agent_max_tokens: int = 256,
@@ -100,7 +103,7 @@ class ANoTBot:
             concurrency=concurrency,
             max_chars=max_substitution_chars,
         )
-        self.rank_node = RankNode()
+        self.rank_node = RankNode(rank_by)
         self.strategy_node - "lwt" >> self.lwt_node
         self.lwt_node - "execute" >> self.layer_node
         self.layer_node - "layer" >> self.layer_node

@@ -80,8 +80,11 @@ def anot(
     seed: int = typer.Option(0, "--seed", help="Seed of the candidate selection and shuffling."),
     concurrency: int = typer.Option(8, "--concurrency", min=1, help="ANoT phase 3: model calls at once per layer."),
     token_budget: int = typer.Option(5500, "--token-budget", min=100, help="CoT: tokens of item text in the prompt."),
+    rank_by: str = typer.Option("final", "--rank-by", help="ANoT: rank by the final step's output (final) or by the logic over the condition steps (scores)."),
 ) -> None:
     """Evaluate ANoT (and/or the CoT baseline) on a ranking dataset: Hits@1..5, MRR, time and tokens."""
+    if rank_by not in ("final", "scores"):
+        raise typer.BadParameter(f"--rank-by must be final or scores, got {rank_by!r}")
     if method not in METHOD_CHOICES:
         raise typer.BadParameter(f"--method must be one of {', '.join(METHOD_CHOICES)}, got {method!r}")
     from llamabot.errors import LlamabotError
@@ -100,7 +103,7 @@ def anot(
     names = [str(item.get("name", index)) for index, item in enumerate(dataset.items)]
     config = {
         "data": str(data), "limit": limit, "requests": request_ids, "candidates": candidates, "seed": seed,
-        "methods": methods, "model": model,
+        "methods": methods, "model": model, "rank_by": rank_by,
     }
     reports = []
     done: dict[str, list[Any]] = {}
@@ -117,7 +120,9 @@ def anot(
         log = DebugLog.resolve(debug, lambda line: progress.console.print(line, markup=False, highlight=False))
         for name in methods:
             task = progress.add_task(name, total=total)
-            options: dict[str, Any] = {"concurrency": concurrency} if name == "anot" else {"token_budget": token_budget}
+            options: dict[str, Any] = (
+                {"concurrency": concurrency, "rank_by": rank_by} if name == "anot" else {"token_budget": token_budget}
+            )
             try:
                 report = evaluate(
                     dataset, name, model, limit=limit, candidates=candidates, seed=seed, debug=log,

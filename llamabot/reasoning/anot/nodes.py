@@ -291,10 +291,22 @@ def fallback_scores(strategy: Strategy | None, outputs: dict[str, str], final_id
 
 
 class RankNode(DualNode):
-    """Turn the final step's output into a ranking; ends the run."""
+    """Turn the final step's output into a ranking; ends the run.
+
+    ``rank_by="final"`` (the seed's way): the final step's output, completed by the condition scores.
+    ``rank_by="scores"``: the ranking by the strategy's logic over the condition steps' outputs (deterministic;
+    small models often answer the final step with the item order), unless no condition step listed any item,
+    in which case the final step's output is used. Both rankings are kept either way.
+    """
 
     name = "rank"
     terminal = True
+
+    def __init__(self, rank_by: str = "final"):
+        super().__init__()
+        if rank_by not in ("final", "scores"):
+            raise ValueError(f"rank_by must be 'final' or 'scores', got {rank_by!r}")
+        self.rank_by = rank_by
 
     def prep(self, shared: dict[str, Any]) -> tuple[str, dict[str, str], Strategy | None, int]:
         return final_step(shared["steps"]).id, shared["outputs"], shared["strategy"], shared["n_items"]
@@ -302,15 +314,16 @@ class RankNode(DualNode):
     def exec(self, inp: tuple[str, dict[str, str], Strategy | None, int]) -> tuple[Ranking, Ranking]:
         final_id, outputs, strategy, n_items = inp
         scores = fallback_scores(strategy, outputs, final_id, n_items)
-        by_scores = Ranking(tuple(ranked_by_scores(scores, n_items)), "scores")
+        by_scores = Ranking(tuple(ranked_by_scores(scores, n_items)), "scores" if any(scores.values()) else "order")
         return parse_ranking(outputs.get(final_id), n_items, scores), by_scores
 
     async def exec_async(self, inp: tuple[str, dict[str, str], Strategy | None, int]) -> tuple[Ranking, Ranking]:
         return self.exec(inp)
 
     def post(self, shared: dict[str, Any], inp: Any, rankings: tuple[Ranking, Ranking]) -> None:
-        shared["ranking"], shared["score_ranking"] = rankings
-        ranking = rankings[0]
+        final, by_scores = rankings
+        ranking = by_scores if self.rank_by == "scores" and by_scores.source == "scores" else final
+        shared["ranking"], shared["score_ranking"] = ranking, by_scores
         shared["log"](
             SUMMARY, "P3", shared["tag"],
             f"Final ranking: {ranking.best} (top-5 {list(ranking.top(5))}, from {ranking.source})",

@@ -91,7 +91,7 @@ def test_anot_cli_010_anot_command_evaluates_both_methods_and_writes_the_report(
     result = CliRunner().invoke(
         app,
         ["anot", "--data", str(FIXTURE_DATA), "--limit", "2", "--candidates", "4", "--method", "both",
-         "--model", name, "--out", str(out), "--debug", "1", "--seed", "3"],
+         "--model", name, "--out", str(out), "--debug", "1", "--seed", "3", "--rank-by", "scores"],
         env={"COLUMNS": "200"},
     )
     assert result.exit_code == 0, result.output
@@ -102,6 +102,7 @@ def test_anot_cli_010_anot_command_evaluates_both_methods_and_writes_the_report(
     document = json.loads(out.read_text())
     assert "partial" not in document
     assert set(document["reports"]) == {"anot", "cot"} and document["config"]["seed"] == 3
+    assert document["config"]["rank_by"] == "scores"
     assert document["token_ratio"] > 0
     record = document["reports"]["anot"]["records"][0]
     assert set(record["phases"]) == {"P1", "P2", "P3"} and record["phases"]["P3"]["calls"] >= 1
@@ -134,4 +135,6 @@ def test_anot_cli_020_bad_arguments_are_refused():
     assert result.exit_code == 2 and "file not found" in result.output
     result = runner.invoke(app, ["anot", "--data", str(FIXTURE_DATA), "--requests", "R01,R99"])
     assert result.exit_code == 2 and "unknown request ids ['R99']" in result.output
+    result = runner.invoke(app, ["anot", "--data", str(FIXTURE_DATA), "--rank-by", "vibes"])
+    assert result.exit_code != 0 and "--rank-by must be final or scores" in result.output
     assert runner.invoke(app, ["eval", "anot", "--help"]).exit_code == 0

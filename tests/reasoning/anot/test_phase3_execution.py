@@ -117,3 +117,19 @@ async def test_anot_p3_080_every_step_call_carries_the_step_limits_and_completio
     await AsyncANoTBot(model, debug=0, step_max_tokens=40, temperature=0.2).aexecute(script, ITEMS)
     assert len(model.requests) == 4
     assert all(r.params == {"temperature": 0.2, "max_tokens": 40} for r in model.requests)
+
+
+def test_anot_p3_090_rank_by_scores_uses_the_logic_over_the_condition_steps():
+    def run(rank_by, outputs):
+        model = ScriptedModel([text(o) for o in outputs])
+        script = "(c1)=LLM('x')\n(c2)=LLM('y')\n(final)=LLM('{(c1)} {(c2)}')"
+        return ANoTBot(model, debug=0, rank_by=rank_by).execute(script, ITEMS)
+
+    echoed = ["[2, 3]", "[3]", "[1, 2, 3]"]  # the final step answers with the item order
+    assert run("final", echoed).ranking.indices == (1, 2, 3)
+    by_scores = run("scores", echoed)
+    assert by_scores.ranking.indices == (3, 2, 1) and by_scores.ranking.source == "scores"
+    nothing = run("scores", ["[]", "[]", "[2, 1]"])  # no condition step listed any item: the final step decides
+    assert nothing.ranking.indices == (2, 1, 3) and nothing.ranking.source == "list"
+    with pytest.raises(ValueError, match="rank_by"):
+        ANoTBot(ScriptedModel([]), debug=0, rank_by="vibes")
