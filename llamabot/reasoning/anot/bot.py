@@ -43,9 +43,9 @@ class ANoTBot:
     ``vocabulary``: the condition types phase 1 may use. ``draft``: start phase 2 from the script compiled from
     the strategy (``False``: from an empty script, as in the seed). ``max_iterations``/``max_errors``/
     ``history_limit``: bounds of phase 2's agent loop. ``concurrency``: phase 3's limit on simultaneous model
-    calls per layer (async). ``max_substitution_chars``: cap per substituted variable. ``rank_by``: ``"final"``
-    (the seed's way: the final step's output) or ``"scores"`` (the strategy's logic over the condition steps'
-    outputs, see :class:`RankNode`). ``*_max_tokens``: completion limits per phase. ``debug``: level 0-3 or a
+    calls per layer (async). ``max_substitution_chars``: cap per substituted variable. ``rank_by``: ``"scores"``
+    (default: the strategy's logic over the condition steps' outputs) or ``"final"`` (the seed's way: the final
+    step's output); both rankings are always kept (``score_ranking``, ``final_ranking``), see :class:`RankNode`. ``*_max_tokens``: completion limits per phase. ``debug``: level 0-3 or a
     :class:`DebugLog` (default: ``$ANOT_DEBUG``).
     ``completion_kwargs`` (``temperature``, ``api_base``...) pass through to every model call.
     """
@@ -62,7 +62,7 @@ class ANoTBot:
         max_repairs: int = 2,
         concurrency: int = DEFAULT_CONCURRENCY,
         max_substitution_chars: int = DEFAULT_MAX_CHARS,
-        rank_by: str = "final",
+        rank_by: str = "scores",
         read_chars: int = 1200,
         plan_max_tokens: int = 512,
         agent_max_tokens: int = 256,
@@ -130,6 +130,7 @@ class ANoTBot:
         result = ANoTResult(
             ranking=ranking,
             score_ranking=shared["score_ranking"],
+            final_ranking=shared["final_ranking"],
             strategy=shared["strategy"],
             strategy_text=shared["strategy_text"],
             steps=shared["steps"],

@@ -41,6 +41,7 @@ class RequestRecord:
     completion_tokens: int = 0
     ranking_source: str = ""
     score_ranking: list[int] | None = None
+    final_ranking: list[int] | None = None
     errors: list[str] = field(default_factory=list)
     failed: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
@@ -69,10 +70,11 @@ class EvalReport:
         records = self.records
         n = len(records)
         summary: dict[str, Any] = summarize([(r.ranking, r.gold_position) for r in records])
-        scored = [r for r in records if r.score_ranking is not None]
-        if scored:
-            by_scores = summarize([(r.score_ranking or [], r.gold_position) for r in scored])
-            summary.update({f"scores_{k}": v for k, v in by_scores.items() if k != "n"})
+        for prefix, attribute in (("scores", "score_ranking"), ("final", "final_ranking")):
+            kept = [r for r in records if getattr(r, attribute) is not None]
+            if kept:
+                alternative = summarize([(getattr(r, attribute) or [], r.gold_position) for r in kept])
+                summary.update({f"{prefix}_{k}": v for k, v in alternative.items() if k != "n"})
 
         def mean(values: list[float]) -> float:
             return sum(values) / n if n else 0.0
@@ -142,8 +144,9 @@ def evaluate_request(
     totals = result.totals
     record.calls, record.prompt_tokens, record.completion_tokens = totals.calls, totals.prompt_tokens, totals.completion_tokens
     record.errors = list(result.errors)
-    score_ranking = getattr(result, "score_ranking", None)
-    record.score_ranking = list(score_ranking.indices) if score_ranking is not None else None
+    for attribute in ("score_ranking", "final_ranking"):
+        alternative = getattr(result, attribute, None)
+        setattr(record, attribute, list(alternative.indices) if alternative is not None else None)
     record.detail = result.to_dict()
     return record
 

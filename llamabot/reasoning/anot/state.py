@@ -50,6 +50,7 @@ def new_anot_state(query: str, items: Sequence[Any], *, log: DebugLog, tag: str,
         "outputs": {},
         "ranking": None,
         "score_ranking": None,
+        "final_ranking": None,
         "errors": [],
     }
 
@@ -60,6 +61,7 @@ class ANoTResult:
 
     ranking: Ranking
     score_ranking: Ranking
+    final_ranking: Ranking
     strategy: Strategy | None
     strategy_text: str
     steps: list[LWTStep]
@@ -95,6 +97,8 @@ class ANoTResult:
             "ranking_source": self.ranking.source,
             "parsed": list(self.ranking.parsed),
             "score_ranking": list(self.score_ranking.indices),
+            "final_ranking": list(self.final_ranking.indices),
+            "final_ranking_source": self.final_ranking.source,
             "strategy": self.strategy.model_dump() if self.strategy else None,
             "strategy_text": self.strategy_text,
             "lwt": self.lwt,

@@ -35,15 +35,19 @@ def test_anot_bot_010_the_graph_is_strategy_lwt_layers_rank():
 
 def test_anot_bot_020_a_run_returns_ranking_strategy_script_outputs_and_phase_stats():
     result = ANoTBot(ScriptedModel(responder=three_phase_responder()), debug=0)("kids and cozy", ITEMS)
-    assert result.ranking.indices == (3, 1, 2) and result.best == 3 and result.ranking.source == "list"
+    assert result.final_ranking.indices == (3, 1, 2) and result.final_ranking.source == "list"
     assert result.score_ranking.indices == (1, 3, 2)  # both conditions' outputs list 1 and 3
+    assert result.ranking == result.score_ranking and result.best == 1  # rank_by="scores" is the default
+    seed_way = ANoTBot(ScriptedModel(responder=three_phase_responder()), debug=0, rank_by="final")("kids and cozy", ITEMS)
+    assert seed_way.ranking.indices == (3, 1, 2) and seed_way.best == 3 and seed_way.ranking.source == "list"
     assert [s.id for s in result.steps] == ["c1", "c2", "final"]
     assert set(result.stats) == {"P1", "P2", "P3"}
     assert (result.stats["P1"].calls, result.stats["P2"].calls, result.stats["P3"].calls) == (1, 1, 3)
     assert all(s.prompt_tokens > 0 and s.seconds >= 0 for s in result.stats.values())
     assert result.totals.calls == 5
     record = json.loads(json.dumps(result.to_dict()))
-    assert record["ranking"] == [3, 1, 2] and record["phases"]["P3"]["calls"] == 3
+    assert record["ranking"] == [1, 3, 2] and record["phases"]["P3"]["calls"] == 3
+    assert record["final_ranking"] == [3, 1, 2] and record["final_ranking_source"] == "list"
     assert "===STRATEGY===" in record["strategy_text"]
 
 
@@ -76,7 +80,7 @@ def test_anot_dbg_010_level_0_is_silent_and_1_is_a_summary_in_the_seed_format():
     messages = [line.split("] ", 2)[2] for line in summary]
     assert len(messages) == 3
     assert messages[0] == "Planning for: a kid-friendly cozy cafe"
-    assert messages[1] == "Final ranking: 3 (top-5 [3, 1, 2], from list)"
+    assert messages[1] == "Final ranking: 1 (top-5 [1, 3, 2], from scores)"
     assert re.fullmatch(r"3 phases, \d+\.\d s, 5 LLM calls, \d+ prompt \+ \d+ completion tokens", messages[2])
 
 

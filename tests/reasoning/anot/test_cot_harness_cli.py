@@ -60,6 +60,7 @@ def test_anot_eval_010_both_methods_run_through_the_same_harness(method):
     expected_hit1 = sum(r.gold_position == 2 for r in report.records) / 3
     assert summary["hits@1"] == pytest.approx(expected_hit1) and summary["n"] == 3
     assert set(summary["phases_per_request"]) == ({"P1", "P2", "P3"} if method == "anot" else {"CoT"})
+    assert ("final_hits@1" in summary and "scores_hits@1" in summary) == (method == "anot")
     document = json.loads(json.dumps(report.to_dict(), default=str))
     assert document["records"][0]["phases"] and document["summary"]["prompt_tokens_per_request"] > 0
 
@@ -97,7 +98,7 @@ def test_anot_cli_010_anot_command_evaluates_both_methods_and_writes_the_report(
     assert result.exit_code == 0, result.output
     assert "anot on philly_cafes_mini (4 candidates" in result.output and "cot on philly_cafes_mini" in result.output
     assert "Summary (means per request)" in result.output and "Hits@1" in result.output
-    assert "anot (logic scores)" in result.output
+    assert "anot (logic scores)" in result.output and "anot (final step)" in result.output
     assert "[P1:R00] Planning for:" in result.output and "[CoT:R01] Final ranking:" in result.output
     document = json.loads(out.read_text())
     assert "partial" not in document

@@ -140,7 +140,7 @@ def test_anot_p2_080_when_the_agent_fails_the_draft_runs_and_the_reason_is_kept(
     assert result.phase2["fallback"] == "the agent's script"  # the untouched draft, still executable
     assert "invalid tool calls in a row" in result.phase2["error"]
     assert "unknown tool 'no_such_tool'" in tool_results(p2_requests(model)[-1])[-1]
-    assert result.ranking.parsed == (3, 1, 2)
+    assert result.final_ranking.parsed == (3, 1, 2)
 
 
 def test_anot_p2_090_a_text_reply_without_a_tool_call_ends_phase2_with_the_script_so_far():
@@ -180,7 +180,7 @@ def test_anot_p2_080_a_failed_model_call_in_phase2_falls_back_too():
 
     result = ANoTBot(ScriptedModel(responder=respond), debug=0)("q", ITEMS)
     assert result.phase2["error"] == "phase 2: ConnectionError: tool call cut short"
-    assert result.phase2["fallback"] == "the agent's script" and result.ranking.parsed == (3, 1, 2)
+    assert result.phase2["fallback"] == "the agent's script" and result.final_ranking.parsed == (3, 1, 2)
 
 
 def test_anot_p2_120_setting_a_step_to_itself_changes_nothing_and_says_so():

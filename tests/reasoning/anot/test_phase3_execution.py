@@ -35,7 +35,7 @@ async def test_anot_p3_010_independent_steps_run_concurrently():
     result = await bot.aexecute(PARALLEL, ITEMS)
     elapsed = time.perf_counter() - started
     assert elapsed < 0.05 * 2 * 1.6  # two layers of 50 ms, not eleven calls in a row
-    assert len(model.requests) == 11 and result.ranking.parsed == (3, 2, 1)
+    assert len(model.requests) == 11 and result.final_ranking.parsed == (3, 2, 1)
     assert result.stats["P3"].calls == 11
 
 
@@ -79,7 +79,7 @@ def test_anot_p3_040_a_step_that_cannot_be_filled_does_not_call_the_model():
     result = ANoTBot(model, debug=0).execute(script, ITEMS)
     assert result.outputs["a"].startswith("ERROR: step 'a': cannot fill {(items)}[1][reviews][oops]")
     assert len(model.requests) == 1 and "a said ERROR:" in model.requests[0].last_user_text
-    assert result.errors and result.ranking.parsed == (2, 1)
+    assert result.errors and result.final_ranking.parsed == (2, 1)
 
 
 def test_anot_p3_050_invalid_scripts_are_refused_before_any_model_call():
