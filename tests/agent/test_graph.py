@@ -118,3 +118,40 @@ def test_agt_graph_040_a_node_without_an_action_follows_its_default_edge_like_po
     shared: dict = {}
     Flow(start=first).run(shared)
     assert len(shared["seen"]) == 2
+
+
+async def test_agt_graph_050_flows_leave_a_dual_nodes_own_params_alone_and_give_other_nodes_the_flow_params():
+    import pocketflow
+
+    from llamabot.components.pocketflow.flow import AsyncFlow, DualNode, Flow
+
+    class Own(DualNode):
+        def __init__(self):
+            super().__init__()
+            self.params = {"max_tokens": 40}  # a DualNode's own settings (one node serves every run)
+
+        def exec(self, _):
+            return dict(self.params)
+
+        async def exec_async(self, _):
+            return dict(self.params)
+
+        def post(self, shared, _prep, seen):
+            shared["dual"] = seen
+            return "next"
+
+    class Plain(pocketflow.Node):
+        def post(self, shared, _prep, _exec):
+            shared["plain"] = dict(self.params)
+
+    own, plain = Own(), Plain()
+    own - "next" >> plain
+    for flow in (Flow(start=own), AsyncFlow(start=own)):
+        flow.set_params({"run": 1})
+        shared: dict = {}
+        if isinstance(flow, AsyncFlow):
+            await flow.run_async(shared)
+        else:
+            flow.run(shared)
+        assert shared == {"dual": {"max_tokens": 40}, "plain": {"run": 1}}
+        assert own.params == {"max_tokens": 40} and plain.params == {}  # the plain node ran as a copy

@@ -35,11 +35,35 @@ def _strict_next(current: Any, action: str | None) -> Any:
     return following
 
 
+def _visit(node: Any, params: dict[str, Any]) -> Any:
+    """The node a flow runs for ``node``: a :class:`DualNode` itself (it keeps no per-run attributes, and its
+    ``params`` are its own), any other node a copy given the flow's params, exactly as pocketflow does."""
+    if getattr(type(node), "__copy__", None) is DualNode.__copy__:
+        return node
+    node = copy.copy(node)
+    node.set_params(params)
+    return node
+
+
 class Flow(pocketflow.Flow):
-    """A sync flow: ``None`` ends it, an unknown action raises :class:`GraphRoutingError`."""
+    """A sync flow: ``None`` ends it, an unknown action raises :class:`GraphRoutingError`.
+
+    Its walk is pocketflow's, minus the per-step copy and ``set_params`` for :class:`DualNode`s (as in
+    :class:`AsyncFlow`): pocketflow's ``set_params`` on a node that is not copied would overwrite the shared
+    node's own ``params`` on every run.
+    """
 
     def get_next_node(self, curr: Any, action: str | None) -> Any:
         return _strict_next(curr, action)
+
+    def _orch(self, shared: dict[str, Any], params: dict[str, Any] | None = None) -> Any:
+        params = params or {**self.params}
+        current, action = self.start_node, None
+        while current is not None:
+            current = _visit(current, params)
+            action = current._run(shared)
+            current = _strict_next(current, action)
+        return action
 
 
 class AsyncFlow(pocketflow.AsyncFlow):
@@ -56,9 +80,7 @@ class AsyncFlow(pocketflow.AsyncFlow):
         params = params or {**self.params}
         current, action = self.start_node, None
         while current is not None:
-            if type(current).__copy__ is not DualNode.__copy__:
-                current = copy.copy(current)
-                current.set_params(params)
+            current = _visit(current, params)
             if isinstance(current, pocketflow.AsyncNode):
                 action = await current._run_async(shared)
             else:
