@@ -84,7 +84,9 @@ def anot(
     rank_by: str = typer.Option("scores", "--rank-by", help="ANoT: rank by the logic over the condition steps (scores) or by the final step's output (final)."),
 ) -> None:
     """Evaluate ANoT (and/or the CoT baseline) on a ranking dataset: Hits@1..5, MRR, time and tokens."""
-    if rank_by not in ("final", "scores"):
+    from llamabot.reasoning.anot.ranking import RANK_BY
+
+    if rank_by not in RANK_BY:
         raise typer.BadParameter(f"--rank-by must be final or scores, got {rank_by!r}")
     if method not in METHOD_CHOICES:
         raise typer.BadParameter(f"--method must be one of {', '.join(METHOD_CHOICES)}, got {method!r}")

@@ -17,6 +17,8 @@ Nodes keep no per-run attributes: everything per run is in the shared dict (see 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +37,7 @@ from llamabot.reasoning.anot.logic import logic_scores
 from llamabot.reasoning.anot.lwt import LWTError, LWTStep, execution_layers, final_step, render_lwt
 from llamabot.reasoning.anot.prompts import PHASE1_USER, PHASE2_USER_DRAFT, PHASE2_USER_EMPTY
 from llamabot.reasoning.anot.ranking import (
+    RANK_BY,
     Ranking,
     condition_votes,
     parse_index_list,
@@ -82,6 +85,28 @@ class PhaseOutcome:
     error: str | None = None
 
 
+@contextmanager
+def phase_outcome(
+    name: str, expected: type[BaseException], describe: Callable[[BaseException], str]
+) -> Iterator[PhaseOutcome]:
+    """A phase span and the outcome its body fills in (sync and async ``exec`` alike); an ``expected`` failure
+    becomes the outcome's ``error`` instead of propagating."""
+    with span(name, PHASE_KIND) as phase:
+        outcome = PhaseOutcome(None, phase)
+        try:
+            yield outcome
+        except expected as exc:
+            outcome.value, outcome.error = None, describe(exc)
+
+
+def _phase1_failure(exc: BaseException) -> str:
+    return f"phase 1: {exc}"
+
+
+def _phase2_failure(exc: BaseException) -> str:
+    return f"phase 2: {type(exc).__name__}: {exc}"
+
+
 class StrategyNode(DualNode):
     """Phase 1: the request and a compact schema of the items -> a validated strategy."""
 
@@ -100,18 +125,14 @@ class StrategyNode(DualNode):
         return PHASE1_USER.format(query=query, n_items=shared["n_items"], schema=schema)
 
     def exec(self, message: str) -> PhaseOutcome:
-        with span("P1", PHASE_KIND) as phase:
-            try:
-                return PhaseOutcome(run_exchange(self.planner.exchange(message), self.planner.model), phase)
-            except StructuredOutputError as exc:
-                return PhaseOutcome(None, phase, f"phase 1: {exc}")
+        with phase_outcome("P1", StructuredOutputError, _phase1_failure) as outcome:
+            outcome.value = run_exchange(self.planner.exchange(message), self.planner.model)
+        return outcome
 
     async def exec_async(self, message: str) -> PhaseOutcome:
-        with span("P1", PHASE_KIND) as phase:
-            try:
-                return PhaseOutcome(await arun_exchange(self.planner.exchange(message), self.planner.model), phase)
-            except StructuredOutputError as exc:
-                return PhaseOutcome(None, phase, f"phase 1: {exc}")
+        with phase_outcome("P1", StructuredOutputError, _phase1_failure) as outcome:
+            outcome.value = await arun_exchange(self.planner.exchange(message), self.planner.model)
+        return outcome
 
     def post(self, shared: dict[str, Any], message: str, outcome: PhaseOutcome) -> str:
         log, tag = shared["log"], shared["tag"]
@@ -169,23 +190,18 @@ class LWTNode(DualNode):
         state = new_run_state(message, memory=[], globals_dict={PHASE2_KEY: context}, trace=trace)
         return Phase2Input(state, context, draft)
 
+    # Any failure of the agent run (it gave up, or its model failed) falls back to a script in ``post``.
     def exec(self, inp: Phase2Input) -> PhaseOutcome:
-        with span("P2", PHASE_KIND) as phase:
-            try:
-                with run(type(self.agent).__name__, query="anot phase 2"):
-                    self.agent.flow.run(inp.state)
-            except Exception as exc:  # noqa: BLE001 - the agent gave up or its model failed: fall back
-                return PhaseOutcome(None, phase, f"phase 2: {type(exc).__name__}: {exc}")
-        return PhaseOutcome(inp.state.get("result"), phase)
+        with phase_outcome("P2", Exception, _phase2_failure) as outcome, run(type(self.agent).__name__, query="anot phase 2"):
+            self.agent.flow.run(inp.state)
+            outcome.value = inp.state.get("result")
+        return outcome
 
     async def exec_async(self, inp: Phase2Input) -> PhaseOutcome:
-        with span("P2", PHASE_KIND) as phase:
-            try:
-                with run(type(self.agent).__name__, query="anot phase 2"):
-                    await self.agent.async_flow.run_async(inp.state)
-            except Exception as exc:  # noqa: BLE001 - as in exec
-                return PhaseOutcome(None, phase, f"phase 2: {type(exc).__name__}: {exc}")
-        return PhaseOutcome(inp.state.get("result"), phase)
+        with phase_outcome("P2", Exception, _phase2_failure) as outcome, run(type(self.agent).__name__, query="anot phase 2"):
+            await self.agent.async_flow.run_async(inp.state)
+            outcome.value = inp.state.get("result")
+        return outcome
 
     def post(self, shared: dict[str, Any], inp: Phase2Input, outcome: PhaseOutcome) -> str:
         log, tag = shared["log"], shared["tag"]
@@ -306,8 +322,8 @@ class RankNode(DualNode):
 
     def __init__(self, rank_by: str = "scores"):
         super().__init__()
-        if rank_by not in ("final", "scores"):
-            raise ValueError(f"rank_by must be 'final' or 'scores', got {rank_by!r}")
+        if rank_by not in RANK_BY:
+            raise ValueError(f"rank_by must be one of {RANK_BY}, got {rank_by!r}")
         self.rank_by = rank_by
 
     def prep(self, shared: dict[str, Any]) -> tuple[str, dict[str, str], Strategy | None, int]:

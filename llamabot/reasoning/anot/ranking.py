@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 RankingSource = Literal["list", "integers", "scores", "order"]
+#: How ANoT ranks: by the strategy's logic over the condition steps (default), or by the final step's output.
+RANK_BY = ("scores", "final")
 
 _INT_LIST = re.compile(r"\[\s*(\d+(?:\s*,\s*\d+)*)?\s*,?\s*\]")
 _INT = re.compile(r"(?<![\w.])\d+(?![\w.])")
