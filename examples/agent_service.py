@@ -38,7 +38,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, StringConstraints
 
-from llamabot.bot.agentbot import AsyncAgentBot
+from llamabot.agents.agentbot import AsyncAgentBot
 from llamabot.toolkits.calculator import CALCULATOR_TOOLS
 
 logger = logging.getLogger(__name__)

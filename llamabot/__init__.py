@@ -21,10 +21,10 @@ _logger.disable("llamabot")
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
-    "AgentBot": "llamabot.bot.agentbot",
-    "AsyncAgentBot": "llamabot.bot.agentbot",
-    "RunEvent": "llamabot.components.pocketflow.events",
-    "to_mermaid": "llamabot.components.pocketflow.visualization",
+    "AgentBot": "llamabot.agents.agentbot",
+    "AsyncAgentBot": "llamabot.agents.agentbot",
+    "RunEvent": "llamabot.observe.events",
+    "to_mermaid": "llamabot.graph.mermaid",
     "tool": "llamabot.tools",
     "Tool": "llamabot.tools",
     "DEFAULT_TOOLS": "llamabot.tools",
@@ -35,7 +35,7 @@ _EXPORTS: dict[str, str] = {
     "ToolBot": "llamabot.bot.toolbot",
     "AsyncToolBot": "llamabot.bot.toolbot",
     "ScriptedModel": "llamabot.models.scripted",
-    "Trace": "llamabot.tracing",
+    "Trace": "llamabot.observe.tracing",
     "get_model": "llamabot.models.seam",
     "default_model_name": "llamabot.models.seam",
 }
@@ -61,16 +61,16 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from llamabot.bot.agentbot import AgentBot, AsyncAgentBot
+    from llamabot.agents.agentbot import AgentBot, AsyncAgentBot
     from llamabot.bot.simplebot import AsyncSimpleBot, SimpleBot
     from llamabot.bot.structuredbot import AsyncStructuredBot, StructuredBot
     from llamabot.bot.toolbot import AsyncToolBot, ToolBot
-    from llamabot.components.pocketflow.events import RunEvent
-    from llamabot.components.pocketflow.visualization import to_mermaid
+    from llamabot.observe.events import RunEvent
+    from llamabot.graph.mermaid import to_mermaid
     from llamabot.models.scripted import ScriptedModel
     from llamabot.models.seam import default_model_name, get_model
     from llamabot.tools import DEFAULT_TOOLS, Tool, tool
-    from llamabot.tracing import Trace
+    from llamabot.observe.tracing import Trace
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals(), __all__)

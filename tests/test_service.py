@@ -26,7 +26,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `examples` is a package at the repository root
 
 from examples.agent_service import create_app  # noqa: E402
-from llamabot.bot.agentbot import AsyncAgentBot  # noqa: E402
+from llamabot.agents.agentbot import AsyncAgentBot  # noqa: E402
 from llamabot.models.reply import ModelRequest  # noqa: E402
 from llamabot.models.scripted import ScriptedModel, tool_call  # noqa: E402
 from llamabot.toolkits.calculator import CALCULATOR_TOOLS  # noqa: E402

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from llamabot.bot.exchange import Exchange, arun_exchange, run_exchange
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.errors import ModelCallError
-from llamabot.messages import AIMessage, system, to_messages
+from llamabot.models.messages import AIMessage, system, to_messages
 from llamabot.models.reply import ModelRequest
 from llamabot.models.seam import ChatModel, TokenCallback, get_model
-from llamabot.tracing import Trace, run
+from llamabot.observe.tracing import Trace, run
 
 
 class SimpleBot:

@@ -12,10 +12,10 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from llamabot.bot.exchange import Exchange
+from llamabot.models.exchange import Exchange
 from llamabot.bot.simplebot import AsyncSimpleBot, SimpleBot
 from llamabot.errors import StructuredOutputError
-from llamabot.messages import assistant, to_messages, user
+from llamabot.models.messages import assistant, to_messages, user
 from llamabot.models.seam import ChatModel
 
 M = TypeVar("M", bound=BaseModel)

@@ -127,7 +127,7 @@ class ScriptedModel:
     @classmethod
     def replay(cls, trace: Any, **kwargs: Any) -> ScriptedModel:
         """A model that answers with the replies recorded in ``trace`` (a Trace, dict, JSON text or path)."""
-        from llamabot.tracing import Trace
+        from llamabot.observe.tracing import Trace
 
         if not isinstance(trace, Trace):
             trace = Trace.load(trace if not isinstance(trace, Path) else str(trace))

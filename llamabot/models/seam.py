@@ -23,7 +23,7 @@ from llamabot.models.registry import (
     parts_installed,
 )
 from llamabot.models.reply import ModelReply, ModelRequest
-from llamabot.tracing import _ACTIVE, Span
+from llamabot.observe.tracing import _ACTIVE, Span
 
 TokenCallback = Callable[[str], None]
 

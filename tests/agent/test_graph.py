@@ -6,8 +6,8 @@ import pocketflow
 import pytest
 
 from llamabot import AgentBot, ScriptedModel, to_mermaid, tool
-from llamabot.components.pocketflow.flow import Flow, GraphRoutingError
-from llamabot.components.pocketflow.nodes import DecideNode, FuncNode
+from llamabot.graph.flow import Flow, GraphRoutingError
+from llamabot.graph.nodes import DecideNode, FuncNode
 from llamabot.models.scripted import tool_call
 from llamabot.toolkits.calculator import CALCULATOR_TOOLS, add, multiply
 from llamabot.tools import DEFAULT_TOOLS
@@ -55,7 +55,7 @@ def test_agt_graph_020_custom_decide_node_is_wired_to_the_same_tool_edges():
 
 
 def _pending(name, arguments):
-    from llamabot.components.pocketflow.agent_state import PendingCall
+    from llamabot.graph.agent_state import PendingCall
 
     return PendingCall("c1", name, arguments, "")
 
@@ -123,7 +123,7 @@ def test_agt_graph_040_a_node_without_an_action_follows_its_default_edge_like_po
 async def test_agt_graph_050_flows_leave_a_dual_nodes_own_params_alone_and_give_other_nodes_the_flow_params():
     import pocketflow
 
-    from llamabot.components.pocketflow.flow import AsyncFlow, DualNode, Flow
+    from llamabot.graph.flow import AsyncFlow, DualNode, Flow
 
     class Own(DualNode):
         def __init__(self):

@@ -6,8 +6,8 @@ import asyncio
 import json
 
 from llamabot import AgentBot, AsyncAgentBot, ScriptedModel
-from llamabot.components.pocketflow.agent_state import conversation_window
-from llamabot.messages import tool_result, user
+from llamabot.graph.agent_state import conversation_window
+from llamabot.models.messages import tool_result, user
 from llamabot.models.scripted import tool_call
 from llamabot.toolkits.calculator import add
 

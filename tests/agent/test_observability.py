@@ -12,7 +12,7 @@ from llamabot.cli import app
 from llamabot.models.scripted import tool_call
 from llamabot.models.scripted_provider import register_scripted_provider
 from llamabot.toolkits.calculator import add, divide, multiply
-from llamabot.tracing import Trace
+from llamabot.observe.tracing import Trace
 
 
 def run_calculation(model=None):

@@ -21,7 +21,7 @@ from llamabot.models.scripted import (
     tool_calls,
 )
 from llamabot.models.seam import call_model
-from llamabot.tracing import Trace, capture
+from llamabot.observe.tracing import Trace, capture
 
 
 def request(content: str = "hi") -> ModelRequest:

@@ -14,7 +14,7 @@ from llamabot.models.litellm_model import LiteLLMModel
 from llamabot.models.reply import ModelRequest
 from llamabot.models.scripted import ScriptedModel
 from llamabot.models.seam import call_model, default_model_name, get_model, model_family
-from llamabot.tracing import capture
+from llamabot.observe.tracing import capture
 
 
 def test_mdl_seam_010_model_strings_go_through_litellm_and_chat_models_pass_through():

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from llamabot.bot.agentbot import AsyncAgentBot
+from llamabot.agents.agentbot import AsyncAgentBot
 from llamabot.bot.structuredbot import StructuredBot
 from llamabot.bot.toolbot import ToolBot
-from llamabot.components.pocketflow.flow import AsyncFlow, Flow
-from llamabot.components.pocketflow.nodes import DecideNode
-from llamabot.components.pocketflow.visualization import MermaidDiagram, to_mermaid
+from llamabot.graph.flow import AsyncFlow, Flow
+from llamabot.graph.nodes import DecideNode
+from llamabot.graph.mermaid import MermaidDiagram, to_mermaid
 from llamabot.models.seam import ChatModel, get_model
 from llamabot.reasoning.anot.debug import SUMMARY, DebugLog
 from llamabot.reasoning.anot.executor import DEFAULT_CONCURRENCY
@@ -33,7 +33,7 @@ from llamabot.reasoning.anot.strategy import strategy_model
 from llamabot.reasoning.anot.substitution import DEFAULT_MAX_CHARS
 from llamabot.reasoning.anot.tools import PHASE2_TOOLS, done
 from llamabot.reasoning.anot.vocabulary import YELP_VOCABULARY, Vocabulary, describe_vocabulary
-from llamabot.tracing import Span, Trace, run, span
+from llamabot.observe.tracing import Span, Trace, run, span
 
 
 class ANoTBot:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llamabot.bot.exchange import arun_exchange, run_exchange
+from llamabot.models.exchange import arun_exchange, run_exchange
 from llamabot.models.seam import ChatModel, get_model
 from llamabot.reasoning.anot.debug import FULL, SUMMARY, DebugLog
 from llamabot.reasoning.anot.executor import prompt_exchange
@@ -19,7 +19,7 @@ from llamabot.reasoning.anot.item_views import TokenCounter, approx_tokens, rend
 from llamabot.reasoning.anot.prompts import COT_SYSTEM, COT_USER
 from llamabot.reasoning.anot.ranking import Ranking, parse_ranking
 from llamabot.reasoning.anot.stats import PHASE_KIND, PhaseStats, phase_stats, total
-from llamabot.tracing import Span, Trace, run, span
+from llamabot.observe.tracing import Span, Trace, run, span
 
 DEFAULT_TOKEN_BUDGET = 5500
 

@@ -14,14 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llamabot.bot.exchange import Exchange, arun_exchange, run_exchange
-from llamabot.messages import system, user
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
+from llamabot.models.messages import system, user
 from llamabot.models.reply import ModelRequest
 from llamabot.models.seam import ChatModel
 from llamabot.reasoning.anot.lwt import LWTStep
 from llamabot.reasoning.anot.prompts import STEP_SYSTEM
 from llamabot.reasoning.anot.substitution import SubstitutionContext, SubstitutionError, substitute
-from llamabot.tracing import span
+from llamabot.observe.tracing import span
 
 DEFAULT_CONCURRENCY = 8
 

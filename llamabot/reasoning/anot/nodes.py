@@ -22,11 +22,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from llamabot.bot.agentbot import AgentBot
-from llamabot.bot.exchange import arun_exchange, run_exchange
+from llamabot.agents.agentbot import AgentBot
+from llamabot.models.exchange import arun_exchange, run_exchange
 from llamabot.bot.structuredbot import StructuredBot
-from llamabot.components.pocketflow.agent_state import new_run_state
-from llamabot.components.pocketflow.flow import DualNode
+from llamabot.graph.agent_state import new_run_state
+from llamabot.graph.flow import DualNode
 from llamabot.errors import StructuredOutputError
 from llamabot.models.seam import ChatModel
 from llamabot.reasoning.anot.debug import FULL, SUMMARY, VERBOSE, DebugLog
@@ -55,7 +55,7 @@ from llamabot.reasoning.anot.strategy import (
 from llamabot.reasoning.anot.substitution import DEFAULT_MAX_CHARS, SubstitutionContext
 from llamabot.reasoning.anot.tools import PHASE2_KEY, Phase2Context
 from llamabot.reasoning.anot.vocabulary import Vocabulary
-from llamabot.tracing import Span, current_trace, run, span
+from llamabot.observe.tracing import Span, current_trace, run, span
 
 
 def log_model_calls(shared: dict[str, Any], phase_name: str, phase: Span | None) -> None:

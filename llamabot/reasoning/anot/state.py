@@ -20,14 +20,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llamabot.components.pocketflow.visualization import MermaidDiagram
+from llamabot.graph.mermaid import MermaidDiagram
 from llamabot.reasoning.anot.debug import DebugLog
 from llamabot.reasoning.anot.lwt import LWTStep, render_lwt
 from llamabot.reasoning.anot.mermaid import lwt_mermaid
 from llamabot.reasoning.anot.ranking import Ranking
 from llamabot.reasoning.anot.stats import PhaseStats, total
 from llamabot.reasoning.anot.strategy import Strategy
-from llamabot.tracing import Trace
+from llamabot.observe.tracing import Trace
 
 
 def new_anot_state(query: str, items: Sequence[Any], *, log: DebugLog, tag: str, trace: Trace) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from llamabot.tracing import Span, Trace
+from llamabot.observe.tracing import Span, Trace
 
 PHASE_KIND = "phase"
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from llamabot.bot.exchange import Exchange, arun_exchange, run_exchange
-from llamabot.components.pocketflow.flow import AsyncFlow, DualNode, Flow
-from llamabot.components.pocketflow.visualization import MermaidDiagram
-from llamabot.messages import Message, assistant, system, user
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
+from llamabot.graph.flow import AsyncFlow, DualNode, Flow
+from llamabot.graph.mermaid import MermaidDiagram
+from llamabot.models.messages import Message, assistant, system, user
 from llamabot.models.reply import ModelRequest, Usage
 from llamabot.models.seam import ChatModel, get_model
 from llamabot.reasoning.aot.execute import (
@@ -34,7 +34,7 @@ from llamabot.reasoning.aot.schema import plan_response_format
 from llamabot.reasoning.aot.validate import PlanIssue, PlanValidationError, validate_plan
 from llamabot.reasoning.aot.visualization import plan_to_mermaid
 from llamabot.tools.tool import Tool, as_tool
-from llamabot.tracing import _ACTIVE, Trace, run
+from llamabot.observe.tracing import _ACTIVE, Trace, run
 
 
 @dataclass(slots=True)
@@ -239,7 +239,7 @@ class AoTBot:
         return self._result(shared, trace)
 
     def to_mermaid(self) -> MermaidDiagram:
-        from llamabot.components.pocketflow.visualization import to_mermaid
+        from llamabot.graph.mermaid import to_mermaid
 
         return MermaidDiagram(to_mermaid(self.flow))
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import fields, replace
 from typing import Any
 
-from llamabot.components.pocketflow.flow import AsyncFlow, Flow
-from llamabot.components.pocketflow.visualization import MermaidDiagram, to_mermaid
+from llamabot.graph.flow import AsyncFlow, Flow
+from llamabot.graph.mermaid import MermaidDiagram, to_mermaid
 from llamabot.models.seam import ChatModel, TokenCallback, get_model
 from llamabot.reasoning.tot.machine import ToTMachine, new_machine, path_texts
 from llamabot.reasoning.tot.messages import Start
@@ -22,7 +22,7 @@ from llamabot.reasoning.tot.nodes import ExpandNode, GoalTest, ThoughtCallNode
 from llamabot.reasoning.tot.options import ToTOptions, with_options
 from llamabot.reasoning.tot.prompts import ToTPrompts
 from llamabot.reasoning.tot.result import ToTResult, build_result
-from llamabot.tracing import Trace, run
+from llamabot.observe.tracing import Trace, run
 
 _OPTION_NAMES = frozenset(f.name for f in fields(ToTOptions))
 

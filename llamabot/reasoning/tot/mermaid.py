@@ -7,7 +7,7 @@ are dashed; nodes still on the frontier are styled ``frontier``.
 
 from __future__ import annotations
 
-from llamabot.components.pocketflow.visualization import MermaidDiagram
+from llamabot.graph.mermaid import MermaidDiagram
 from llamabot.reasoning.tot.machine import ToTMachine
 
 

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from llamabot.bot.exchange import Exchange, arun_exchange, run_exchange
-from llamabot.components.pocketflow.flow import DualNode
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
+from llamabot.graph.flow import DualNode
 from llamabot.models.reply import ModelRequest
 from llamabot.models.seam import ChatModel, TokenCallback
 from llamabot.reasoning.tot.machine import Env, Status, ToTError, update
@@ -39,7 +39,7 @@ from llamabot.reasoning.tot.messages import (
     phase_of,
 )
 from llamabot.reasoning.tot.prompts import ToTPrompts
-from llamabot.tracing import span
+from llamabot.observe.tracing import span
 
 GoalTest = Callable[[str, tuple[str, ...]], bool]
 

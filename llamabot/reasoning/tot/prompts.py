@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llamabot.messages import Message, assistant, system, user
+from llamabot.models.messages import Message, assistant, system, user
 from llamabot.reasoning.tot.messages import CallLLMStream, EvaluateThoughts, GenerateThoughts, ModelDirective
 
 DEFAULT_GENERATION_PROMPT = (

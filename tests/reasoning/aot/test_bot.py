@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from llamabot.cli import app
-from llamabot.components.pocketflow.flow import DualNode
+from llamabot.graph.flow import DualNode
 from llamabot.models.scripted import ScriptedModel, json_reply, text
 from llamabot.models.scripted_provider import register_scripted_provider
 from llamabot.reasoning.aot import AoTBot, AsyncAoTBot, AtomExecutionError, PlanValidationError

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from llamabot.components.pocketflow.flow import AsyncFlow, DualNode, Flow
+from llamabot.graph.flow import AsyncFlow, DualNode, Flow
 from llamabot.models.reply import ModelReply
 from llamabot.models.scripted import ScriptedModel, json_reply
 from llamabot.reasoning.tot.games.game24 import check_game24

@@ -11,17 +11,17 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from llamabot.bot.exchange import Exchange, arun_exchange, run_exchange
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.bot.toolbot import ToolBot, ToolBotReply
-from llamabot.components.pocketflow.agent_state import PendingCall, conversation_window
-from llamabot.components.pocketflow.decision import RESPOND, decide
-from llamabot.components.pocketflow.events import RunEvent
-from llamabot.components.pocketflow.flow import DualNode
+from llamabot.graph.agent_state import PendingCall, conversation_window
+from llamabot.graph.decision import RESPOND, decide
+from llamabot.observe.events import RunEvent
+from llamabot.graph.flow import DualNode
 from llamabot.errors import LlamabotError
-from llamabot.messages import Message, tool_result, user
+from llamabot.models.messages import Message, tool_result, user
 from llamabot.models.seam import model_family
 from llamabot.tools.tool import DECIDE, Tool
-from llamabot.tracing import _ACTIVE, span
+from llamabot.observe.tracing import _ACTIVE, span
 
 FORCE_MESSAGE = (
     "You have used all allowed steps. Answer the user now with respond_to_user, using what you know so far."

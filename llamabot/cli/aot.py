@@ -44,11 +44,11 @@ def aot(
     """Atom of Thought: the model plans, a program validates and executes (calculator tools by default)."""
     from pydantic import ValidationError
 
-    from llamabot.cli import _load_tools
+    from llamabot.cli import load_cli_tools
     from llamabot.reasoning.aot import AoTBot, AtomExecutionError, PlanValidationError, replay_plan
 
-    tools = _load_tools(tool_specs) if tool_specs else None
-    decisions = _load_tools(decision_specs)
+    tools = load_cli_tools(tool_specs) if tool_specs else None
+    decisions = load_cli_tools(decision_specs)
     try:
         if replay is not None:
             try:

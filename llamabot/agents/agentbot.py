@@ -17,17 +17,17 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from llamabot.bot.toolbot import ToolBot
-from llamabot.components.pocketflow.agent_state import new_run_state
-from llamabot.components.pocketflow.decision import RESPOND
-from llamabot.components.pocketflow.events import RunEvent
-from llamabot.components.pocketflow.flow import AsyncFlow, Flow
-from llamabot.components.pocketflow.nodes import DecideNode, FuncNode
-from llamabot.components.pocketflow.visualization import MermaidDiagram, to_mermaid
-from llamabot.messages import Message
+from llamabot.graph.agent_state import new_run_state
+from llamabot.graph.decision import RESPOND
+from llamabot.observe.events import RunEvent
+from llamabot.graph.flow import AsyncFlow, Flow
+from llamabot.graph.nodes import DecideNode, FuncNode
+from llamabot.graph.mermaid import MermaidDiagram, to_mermaid
+from llamabot.models.messages import Message
 from llamabot.models.seam import ChatModel, get_model
 from llamabot.tools.defaults import DEFAULT_TOOLS
 from llamabot.tools.tool import DECIDE, Tool, as_tool
-from llamabot.tracing import Trace, capture, run
+from llamabot.observe.tracing import Trace, capture, run
 
 DEFAULT_AGENT_PROMPT = (
     "You are a helpful agent. Solve the user's request step by step by calling the provided tools; "

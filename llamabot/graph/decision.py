@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from llamabot.bot.toolbot import ToolBotReply
-from llamabot.components.pocketflow.agent_state import PendingCall
-from llamabot.messages import Message, tool_result
+from llamabot.graph.agent_state import PendingCall
+from llamabot.models.messages import Message, tool_result
 
 RESPOND = "respond_to_user"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llamabot.components.pocketflow.flow import node_label
+from llamabot.graph.flow import node_label
 
 
 def _walk(start: Any) -> list[Any]:

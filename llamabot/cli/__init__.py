@@ -55,27 +55,15 @@ def chat(
         console.print(reply.content, markup=False, highlight=False)
 
 
-def _load_tools(specs: list[str]) -> list:
-    """``module:name`` -> the @tool (or a list/tuple of tools) it names."""
-    import importlib
+def load_cli_tools(specs: list[str]) -> list:
+    """``module:attribute`` specs -> tools (:func:`llamabot.tools.loading.load_tools`), as a CLI usage error."""
+    from llamabot.errors import ToolDefinitionError
+    from llamabot.tools.loading import load_tools
 
-    from llamabot.tools.tool import as_tool
-
-    loaded = []
-    for spec in specs:
-        module_name, _, attribute = spec.partition(":")
-        if not module_name or not attribute:
-            raise typer.BadParameter(f"{spec!r}: use module:function, e.g. llamabot.toolkits.calculator:add")
-        try:
-            value = getattr(importlib.import_module(module_name), attribute)
-        except (ImportError, AttributeError) as exc:
-            raise typer.BadParameter(f"cannot load {spec!r}: {exc}") from exc
-        for item in value if isinstance(value, (list, tuple)) else [value]:
-            try:
-                loaded.append(as_tool(item))
-            except TypeError as exc:
-                raise typer.BadParameter(f"{spec!r}: {exc}") from exc
-    return loaded
+    try:
+        return load_tools(specs)
+    except ToolDefinitionError as exc:
+        raise typer.BadParameter(str(exc)) from exc
 
 
 def trace_tree(trace):  # noqa: ANN001, ANN201 - rich types stay out of the import path
@@ -121,10 +109,10 @@ def agent(
     show_trace: bool = typer.Option(False, "--trace", help="Show the run's trace as a tree."),
 ) -> None:
     """Answer a question with the reference agent graph (tools + the embedded model by default)."""
-    from llamabot.bot.agentbot import AgentBot
+    from llamabot.agents.agentbot import AgentBot
     from llamabot.errors import LlamabotError
 
-    tools = _load_tools(tool_specs or ["llamabot.toolkits.calculator:CALCULATOR_TOOLS"])
+    tools = load_cli_tools(tool_specs or ["llamabot.toolkits.calculator:CALCULATOR_TOOLS"])
     try:
         bot = AgentBot(tools=tools, model_name=model, max_iterations=max_iterations)
         answer = bot(question)
@@ -200,14 +188,8 @@ def _register_patterns() -> None:
     """Each reasoning pattern adds its commands from its own ``cli`` module (typer and rich only at import)."""
     import importlib
 
-    for module in ("llamabot.reasoning.aot.cli", "llamabot.reasoning.tot.cli", "llamabot.reasoning.anot.cli"):
-        try:
-            register = importlib.import_module(module).register
-        except ModuleNotFoundError as exc:
-            if not exc.name or not module.startswith(exc.name):  # a dependency is missing: a real error
-                raise
-            continue  # this pattern is not part of the package (yet)
-        register(app, eval_app)
+    for module in ("llamabot.cli.aot", "llamabot.cli.tot", "llamabot.cli.anot"):
+        importlib.import_module(module).register(app, eval_app)
 
 
 _register_patterns()

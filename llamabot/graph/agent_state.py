@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from llamabot.messages import Message, user
-from llamabot.tracing import Trace
+from llamabot.models.messages import Message, user
+from llamabot.observe.tracing import Trace
 
 
 @dataclass(slots=True)
