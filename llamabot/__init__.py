@@ -24,6 +24,8 @@ _EXPORTS: dict[str, str] = {
     "AgentBot": "llamabot.agents.agentbot",
     "AsyncAgentBot": "llamabot.agents.agentbot",
     "RunEvent": "llamabot.observe.events",
+    "RunHooks": "llamabot.observe.hooks",
+    "GraphBot": "llamabot.graph.graphbot",
     "to_mermaid": "llamabot.graph.mermaid",
     "tool": "llamabot.tools",
     "Tool": "llamabot.tools",
@@ -44,6 +46,8 @@ __all__ = [
     "AgentBot",
     "AsyncAgentBot",
     "RunEvent",
+    "RunHooks",
+    "GraphBot",
     "to_mermaid",
     "AsyncSimpleBot",
     "AsyncStructuredBot",
@@ -65,7 +69,9 @@ if TYPE_CHECKING:
     from llamabot.bot.simplebot import AsyncSimpleBot, SimpleBot
     from llamabot.bot.structuredbot import AsyncStructuredBot, StructuredBot
     from llamabot.bot.toolbot import AsyncToolBot, ToolBot
+    from llamabot.graph.graphbot import GraphBot
     from llamabot.observe.events import RunEvent
+    from llamabot.observe.hooks import RunHooks
     from llamabot.graph.mermaid import to_mermaid
     from llamabot.models.scripted import ScriptedModel
     from llamabot.models.seam import default_model_name, get_model

@@ -11,23 +11,20 @@ Every graph is built per bot: two bots never share a node or an edge. Every run 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from llamabot.bot.toolbot import ToolBot
-from llamabot.graph.agent_state import new_run_state
+from llamabot.graph.agent_state import answer_open_calls, new_run_state
 from llamabot.graph.decision import RESPOND
-from llamabot.observe.events import RunEvent
-from llamabot.graph.flow import AsyncFlow, Flow
+from llamabot.graph.graphbot import GraphBot
 from llamabot.graph.nodes import DecideNode, FuncNode
-from llamabot.graph.mermaid import MermaidDiagram, to_mermaid
 from llamabot.models.messages import Message
 from llamabot.models.seam import ChatModel, get_model
+from llamabot.observe.hooks import RunHooks
+from llamabot.observe.tracing import Trace
 from llamabot.tools.defaults import DEFAULT_TOOLS
 from llamabot.tools.tool import DECIDE, Tool, as_tool
-from llamabot.observe.tracing import Trace, capture, run
 
 DEFAULT_AGENT_PROMPT = (
     "You are a helpful agent. Solve the user's request step by step by calling the provided tools; "
@@ -45,7 +42,7 @@ def merge_tools(tools: Iterable[Any]) -> dict[str, Tool]:
     return merged
 
 
-class AgentBot:
+class AgentBot(GraphBot):
     """An agent that answers by calling tools, as a PocketFlow graph.
 
     ``tools``: ``@tool`` functions, added to ``DEFAULT_TOOLS``. ``model_name``: any LiteLLM model string, a
@@ -53,7 +50,13 @@ class AgentBot:
     run before the run is forced to ``respond_to_user``. ``max_errors``: consecutive invalid calls or tool
     failures tolerated (each is shown to the model) before the run raises. ``history_limit``: at most this many
     messages after the current question are sent to the model. ``decide_node``: a custom decision node, wired
-    to the same tool edges. ``completion_kwargs`` pass through to the model.
+    to the same tool edges. ``hooks``: lifecycle hooks told about every run. ``completion_kwargs`` pass through
+    to the model.
+
+    ``bot(query)`` keeps the conversation on the bot (``bot.memory``, for notebooks); ``await bot.arun(query)``
+    keeps nothing between calls unless the caller passes ``memory`` (a list it owns), so any number of concurrent
+    runs on one instance never see each other's data. Both accept ``globals_dict`` (the caller's variables, for
+    tools with a hidden ``_globals_dict``).
     """
 
     def __init__(
@@ -66,8 +69,10 @@ class AgentBot:
         *,
         max_errors: int = 3,
         history_limit: int | None = 40,
+        hooks: Iterable[RunHooks] = (),
         **completion_kwargs: Any,
     ):
+        super().__init__(hooks=hooks)
         self.tools = merge_tools(tools)
         self.model = get_model(model_name)
         self.model_name = self.model.name
@@ -84,96 +89,38 @@ class AgentBot:
             self.decide_node - name >> node
             node - (node.tool.loopback_name or DECIDE) >> self.decide_node
         self.decide_node - DECIDE >> self.decide_node
-        self.flow = Flow(start=self.decide_node)
-        self.async_flow = AsyncFlow(start=self.decide_node)
+        self.set_graph(self.decide_node)
         self.memory: list[Message] = []
-        self.last_trace: Trace | None = None
 
-    def __call__(self, query: str, globals_dict: dict[str, Any] | None = None) -> Any:
-        """Answer ``query``; returns what the terminal tool returned. The conversation stays on the bot."""
-        with run(type(self).__name__, query=query) as trace:
-            self.last_trace = trace
-            shared = new_run_state(query, memory=self.memory, globals_dict=globals_dict, trace=trace)
-            self.flow.run(shared)
-        return _result(shared)
+    def __call__(self, query: str, globals_dict: dict[str, Any] | None = None, **options: Any) -> Any:
+        """Answer ``query``; returns what the terminal tool returned. The conversation stays on the bot
+        (unless ``memory=`` is given)."""
+        options.setdefault("memory", self.memory)
+        return self.run_sync(query, globals_dict=globals_dict, **options)[0]
+
+    def new_state(self, query: str, trace: Trace, options: dict[str, Any]) -> dict[str, Any]:
+        memory = options.get("memory")
+        return new_run_state(query, memory=memory if memory is not None else [], trace_id=trace.trace_id)
+
+    def run_values(self, options: dict[str, Any]) -> dict[str, Any]:
+        globals_dict = options.get("globals_dict")
+        return {"globals_dict": globals_dict if globals_dict is not None else {}}
+
+    def result(self, state: dict[str, Any], trace: Trace) -> Any:
+        if not state["_done"]:  # cannot happen with the strict flow; never return a stale or missing result
+            raise RuntimeError(f"run {state['trace_id']} ended without a terminal tool")
+        return state["result"]
+
+    def failed(self, state: dict[str, Any], error: BaseException) -> None:
+        # Whatever ended the run, leave every tool call answered: a later request on the same memory must
+        # satisfy strict providers.
+        answer_open_calls(state["memory"], state["_run_start"], f"Not run: the run failed ({type(error).__name__}).")
 
     def reset(self) -> None:
         """Forget the conversation kept by ``__call__``."""
         self.memory = []
 
-    def to_mermaid(self) -> MermaidDiagram:
-        """The graph as a mermaid diagram (displayed as a diagram in notebooks)."""
-        return MermaidDiagram(to_mermaid(self.flow))
-
-    def _repr_markdown_(self) -> str:
-        return self.to_mermaid()._repr_markdown_()
-
-
-def _result(shared: dict[str, Any]) -> Any:
-    if not shared["_done"]:  # cannot happen with the strict flow; never return a stale or missing result
-        raise RuntimeError(f"run {shared['trace_id']} ended without a terminal tool")
-    return shared["result"]
-
 
 class AsyncAgentBot(AgentBot):
-    """The same graph run by an ``AsyncFlow``: ``await bot.arun(query)``; async tools are awaited.
-
-    ``arun`` keeps nothing between calls: 1,000 concurrent runs on one instance never see each other's data.
-    Pass ``memory`` (a list you own) to continue a conversation.
-    """
-
-    async def arun(
-        self,
-        query: str,
-        globals_dict: dict[str, Any] | None = None,
-        memory: list[Message] | None = None,
-        *,
-        _emit: Any = None,
-    ) -> Any:
-        """Answer ``query``; returns what the terminal tool returned."""
-        result, _ = await self.arun_with_trace(query, globals_dict, memory, _emit=_emit)
-        return result
-
-    async def arun_with_trace(
-        self,
-        query: str,
-        globals_dict: dict[str, Any] | None = None,
-        memory: list[Message] | None = None,
-        *,
-        _emit: Any = None,
-    ) -> tuple[Any, Trace]:
-        """Like :meth:`arun`, also returning this run's own trace (``last_trace`` is shared by concurrent runs)."""
-        with run(type(self).__name__, query=query) as trace:
-            self.last_trace = trace
-            shared = new_run_state(
-                query, memory=memory if memory is not None else [], globals_dict=globals_dict, trace=trace, emit=_emit
-            )
-            await self.async_flow.run_async(shared)
-        return _result(shared), trace
-
-    async def astream(
-        self, query: str, globals_dict: dict[str, Any] | None = None, memory: list[Message] | None = None
-    ) -> AsyncIterator[RunEvent]:
-        """Run ``query`` and yield :class:`RunEvent`s as they happen; the last is ``final_answer`` (or
-        ``error``, after which the exception is raised). Closing the iterator early cancels the run."""
-        events: asyncio.Queue[RunEvent | None] = asyncio.Queue()
-        trace = Trace()  # this run's own trace: its id is known even if the first step fails
-
-        async def produce() -> Any:
-            with capture(trace):
-                return await self.arun(query, globals_dict, memory, _emit=events.put_nowait)
-
-        task = asyncio.create_task(produce())
-        task.add_done_callback(lambda _: events.put_nowait(None))
-        try:
-            while (event := await events.get()) is not None:
-                yield event
-            exc = task.exception()
-            if exc is not None:
-                yield RunEvent("error", trace.trace_id, {"error": f"{type(exc).__name__}: {exc}"})
-                raise exc
-        finally:
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+    """The name services use (``await AsyncAgentBot(...).arun(query)``): the same bot as :class:`AgentBot`,
+    whose ``arun`` never keeps a conversation unless given ``memory``."""

@@ -1,32 +1,28 @@
-"""The shared-state contract of the agent graph, and the conversation window sent to the model. Pure.
+"""The agent graph's run state, and the conversation window sent to the model. Pure.
 
-Keys (as in the AgentBot LLD; ``memory`` holds chat messages rather than strings, see the agentbot LLD):
+The shared dict holds data only, so it can be saved as JSON at any node boundary (see
+:mod:`llamabot.graph.codec`) and a run continued from it; live handles (the trace, hooks, the caller's
+``globals_dict``) live in the run's context (:class:`llamabot.observe.tracing.RunContext`).
 
 | key | meaning |
 |---|---|
 | ``memory`` | the conversation: user turn, assistant turns with ``tool_calls``, ``tool`` results |
 | ``func_call`` | the :class:`PendingCall` the next tool node runs; set by the decision node |
-| ``globals_dict`` | the caller's variables, injected into tools' hidden ``_globals_dict`` |
 | ``iteration_count`` | model decisions made in this run |
-| ``_force_terminate`` | set once ``max_iterations`` is exceeded |
 | ``result`` | what the terminal tool returned |
 | ``trace_id`` | the run's trace id |
-
-Private keys: ``_trace`` (the Trace), ``_pending`` (calls queued from one reply), ``_run_start`` (index of this
-run's user turn in ``memory``), ``_errors`` (consecutive failed steps), ``_emit`` (event sink or None),
-``_decision_span`` (parent span of the next tool call), ``_done`` (a terminal tool finished: the only way a
-run returns a result).
+| ``_pending`` | calls queued from one reply, in order |
+| ``_run_start`` | index of this run's user turn in ``memory`` |
+| ``_errors`` | consecutive failed steps |
+| ``_done`` | a terminal tool finished: the only way a run returns a result |
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from llamabot.models.messages import Message, user
-from llamabot.observe.tracing import Trace
+from llamabot.models.messages import Message, tool_result, user
 
 
 @dataclass(slots=True)
@@ -41,33 +37,36 @@ class PendingCall:
     synthetic: bool = False
 
 
-def new_run_state(
-    query: str,
-    *,
-    memory: list[Message],
-    globals_dict: dict[str, Any] | None,
-    trace: Trace,
-    emit: Callable[[Any], None] | None = None,
-) -> dict[str, Any]:
+def new_run_state(query: str, *, memory: list[Message], trace_id: str = "") -> dict[str, Any]:
     """A fresh shared dict for one run. ``memory`` may be carried over (a notebook conversation); everything
     else starts anew, so no run ever sees another run's counters, queue or result."""
     memory.append(user(query))
     return {
         "memory": memory,
         "func_call": None,
-        "globals_dict": globals_dict if globals_dict is not None else {},
         "iteration_count": 0,
-        "_force_terminate": False,
         "result": None,
-        "trace_id": trace.trace_id,
-        "_trace": trace,
-        "_pending": deque(),
+        "trace_id": trace_id,
+        "_pending": [],
         "_run_start": len(memory) - 1,
         "_errors": 0,
-        "_emit": emit,
-        "_decision_span": None,
         "_done": False,
     }
+
+
+def answer_open_calls(memory: list[Message], start: int, text: str) -> int:
+    """Answer every assistant tool call from ``memory[start:]`` that has no ``tool`` result yet with ``text``, so
+    the conversation satisfies the OpenAI rule (each tool call answered before the next turn) whatever happened
+    to the run. Returns how many calls were answered here."""
+    answered = {m.get("tool_call_id") for m in memory[start:] if m.get("role") == "tool"}
+    missing = [
+        (call["id"], call["function"]["name"])
+        for m in memory[start:] if m.get("role") == "assistant"
+        for call in m.get("tool_calls") or () if call["id"] not in answered
+    ]
+    for call_id, name in missing:
+        memory.append(tool_result(call_id, name, text))
+    return len(missing)
 
 
 def conversation_window(memory: list[Message], run_start: int, limit: int | None) -> list[Message]:

@@ -14,6 +14,7 @@ from typing import Any
 import pocketflow
 
 from llamabot.errors import LlamabotError
+from llamabot.observe.tracing import OpenSpan, close_span, open_span
 
 
 class GraphRoutingError(LlamabotError, RuntimeError):
@@ -91,7 +92,13 @@ class AsyncFlow(pocketflow.AsyncFlow):
 
 class DualNode(pocketflow.AsyncNode):
     """A node that runs in a sync :class:`Flow` (``prep``/``exec``/``post``) and in an :class:`AsyncFlow`
-    (``prep``/``exec_async``/``post``). Subclasses write ``prep`` and ``post`` once; only ``exec`` has twins.
+    (``prep``/``exec_async``/``post``). Subclasses write ``prep`` and ``post`` once; only ``exec`` has twins, and
+    a subclass that writes only ``exec`` runs it on the async path too.
+
+    Each step is a span of the run (``span_kind``/``span_category``; ``span_kind = None`` records none), opened
+    after ``prep`` with :meth:`span_attributes` and closed after ``post`` with the chosen ``action``: that is
+    how the run's hooks see node starts and ends. The node's span is the active span while ``exec`` runs, so
+    model calls nest under it.
 
     A DualNode keeps no per-run state in attributes (all of it lives in ``shared``), so the per-step
     ``copy.copy`` pocketflow makes of every node (to protect per-run attributes) is unnecessary: ``__copy__``
@@ -99,21 +106,75 @@ class DualNode(pocketflow.AsyncNode):
     same reason (pocketflow's sync retry loop counts retries on the node).
     """
 
+    span_kind: str | None = "node"
+    span_category: str = "node"
+    span_name: str | None = None  # default: the node's label
+
     def __copy__(self) -> DualNode:
         return self
 
+    def span_attributes(self, prep_res: Any) -> dict[str, Any] | None:
+        """Attributes of this step's span, from what ``prep`` returned (none by default; ``None``: no span)."""
+        return {}
+
+    def exec_async(self, prep_res: Any) -> Any:
+        """The async ``exec``: by default the sync ``exec``, so a node that writes only ``exec`` works under
+        :class:`AsyncFlow` (override it to await a model or an async tool)."""
+        return _Immediate(self.exec(prep_res))
+
+    def _open(self, shared: Any, prep_res: Any) -> OpenSpan | None:
+        if self.span_kind is None:
+            return None
+        attributes = self.span_attributes(prep_res)
+        if attributes is None:  # this step records no span (e.g. a decision that only pops a queued call)
+            return None
+        return open_span(self.span_name or node_label(self), self.span_kind, self.span_category, shared, **attributes)
+
     def _run(self, shared: dict[str, Any]) -> Any:  # the sync path, as pocketflow.Node._run
         prep_res = self.prep(shared)
-        return self.post(shared, prep_res, pocketflow.Node._exec(self, prep_res))
+        opened = self._open(shared, prep_res)
+        try:
+            action = self.post(shared, prep_res, pocketflow.Node._exec(self, prep_res))
+        except BaseException as exc:
+            close_span(opened, shared, exc)
+            raise
+        if opened is not None:
+            opened[0].attributes["action"] = action
+            close_span(opened, shared)
+        return action
 
     async def _run_async(self, shared: dict[str, Any]) -> Any:  # the async path, without pocketflow's extra layers
-        if self.max_retries != 1:
-            return await super()._run_async(shared)
         prep_res = self.prep(shared)
-        return self.post(shared, prep_res, await self.exec_async(prep_res))
+        opened = self._open(shared, prep_res)
+        try:
+            if self.max_retries != 1:
+                exec_res = await self._exec(prep_res)
+            else:
+                exec_res = await self.exec_async(prep_res)
+            action = self.post(shared, prep_res, exec_res)
+        except BaseException as exc:
+            close_span(opened, shared, exc)
+            raise
+        if opened is not None:
+            opened[0].attributes["action"] = action
+            close_span(opened, shared)
+        return action
 
     async def prep_async(self, shared: dict[str, Any]) -> Any:
         return self.prep(shared)
 
     async def post_async(self, shared: dict[str, Any], prep_res: Any, exec_res: Any) -> Any:
         return self.post(shared, prep_res, exec_res)
+
+
+class _Immediate:
+    """An awaitable that is already done (the default ``exec_async`` of a sync-only node)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __await__(self) -> Any:
+        return self.value
+        yield  # noqa: unreachable - makes this a generator, as __await__ must be

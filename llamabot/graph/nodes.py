@@ -2,7 +2,8 @@
 
 Both are :class:`DualNode`s: ``prep`` and ``post`` are written once, ``exec`` has a sync and an async twin that
 differ only in how the model (or an async tool) is awaited. Per-run state lives in the shared dict only
-(see :mod:`agent_state`), so one node serves any number of concurrent runs.
+(see :mod:`agent_state`), live handles in the run's context, so one node serves any number of concurrent runs.
+Each decision is a ``decision`` span and each tool call a ``tool_call`` span of the run: the run's hooks see them.
 """
 
 from __future__ import annotations
@@ -11,17 +12,18 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
+from loguru import logger
+
 from llamabot.bot.toolbot import ToolBot, ToolBotReply
-from llamabot.graph.agent_state import PendingCall, conversation_window
-from llamabot.graph.decision import RESPOND, decide
-from llamabot.observe.events import RunEvent
-from llamabot.graph.flow import DualNode
 from llamabot.errors import LlamabotError
+from llamabot.graph.agent_state import PendingCall, answer_open_calls, conversation_window
+from llamabot.graph.decision import RESPOND, decide
+from llamabot.graph.flow import DualNode
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import Message, tool_result, user
 from llamabot.models.seam import model_family
+from llamabot.observe.tracing import current_run, current_span
 from llamabot.tools.tool import DECIDE, Tool
-from llamabot.observe.tracing import _ACTIVE, span
 
 FORCE_MESSAGE = (
     "You have used all allowed steps. Answer the user now with respond_to_user, using what you know so far."
@@ -45,12 +47,6 @@ class ToolExecutionError(LlamabotError, RuntimeError):
         super().__init__(f"tool {tool!r} failed with arguments {arguments!r}: {cause}")
 
 
-def _emit(shared: dict[str, Any], kind: str, **data: Any) -> None:
-    sink = shared["_emit"]
-    if sink is not None:
-        sink(RunEvent(kind, shared["trace_id"], data))  # type: ignore[arg-type]
-
-
 @dataclass(slots=True)
 class DecideInput:
     window: list[Message] | None  # None: a queued call is next, no model call
@@ -66,6 +62,8 @@ class DecideNode(DualNode):
     """
 
     name = "decide"
+    span_kind = "decision"
+    span_name = "decision"
 
     def __init__(
         self,
@@ -89,8 +87,6 @@ class DecideNode(DualNode):
             return DecideInput(None, False)
         shared["iteration_count"] += 1
         force = shared["iteration_count"] > self.max_iterations
-        if force:
-            shared["_force_terminate"] = True
         return DecideInput(conversation_window(shared["memory"], shared["_run_start"], self.history_limit), force)
 
     def _exchange(self, inp: DecideInput) -> Exchange[ToolBotReply]:
@@ -105,37 +101,39 @@ class DecideNode(DualNode):
             )
         return (yield from self.final_toolbot.exchange_messages([*inp.window, user(force_message(self.final_toolbot))]))
 
-    def exec(self, inp: DecideInput) -> tuple[ToolBotReply, Any] | None:
+    def span_attributes(self, inp: DecideInput) -> dict[str, Any] | None:
+        return None if inp.window is None else {"forced": inp.force}
+
+    def exec(self, inp: DecideInput) -> ToolBotReply | None:
         if inp.window is None:
             return None
-        with span("decision", "decision", forced=inp.force) as current:
-            reply = run_exchange(self._exchange(inp), self.toolbot.model)
-        return reply, current
+        return run_exchange(self._exchange(inp), self.toolbot.model)
 
-    async def exec_async(self, inp: DecideInput) -> tuple[ToolBotReply, Any] | None:
+    async def exec_async(self, inp: DecideInput) -> ToolBotReply | None:
         if inp.window is None:
             return None
-        with span("decision", "decision", forced=inp.force) as current:
-            reply = await arun_exchange(self._exchange(inp), self.toolbot.model)
-        return reply, current
+        return await arun_exchange(self._exchange(inp), self.toolbot.model)
 
-    def post(self, shared: dict[str, Any], inp: DecideInput, reply: Any) -> str:
+    def post(self, shared: dict[str, Any], inp: DecideInput, outcome: ToolBotReply | None) -> str:
         pending = shared["_pending"]
-        if reply is not None:
-            outcome, decision_span = reply
+        if outcome is not None:
             decision = decide(outcome, self.toolbot.tools, self.family)
             shared["memory"].extend(decision.messages)
-            shared["_decision_span"] = decision_span
+            decision_span = current_span()
             if decision_span is not None:
-                decision_span.attributes["calls"] = [c.name for c in decision.calls]
+                attributes = decision_span.attributes
+                attributes["calls"] = [c.name for c in decision.calls]
+                attributes["iteration"] = shared["iteration_count"]
                 if decision.errors:
-                    decision_span.attributes["errors"] = decision.errors
-            if shared["_emit"] is not None:
-                _emit(shared, "decision", calls=[c.name for c in decision.calls], errors=decision.errors,
-                      iteration=shared["iteration_count"])
+                    attributes["errors"] = decision.errors
+            logger.debug("decision {}: calls {} errors {}", shared["iteration_count"],
+                         [c.name for c in decision.calls], decision.errors)
             if inp.force:  # only a terminal tool may run now (respond_to_user was asked for; any terminal ends)
                 tools = self.toolbot.tools
-                decision.calls = [c for c in decision.calls if c.name in tools and tools[c.name].is_terminal]
+                refused = [c for c in decision.calls if c.name not in tools or not tools[c.name].is_terminal]
+                decision.calls = [c for c in decision.calls if c not in refused]
+                answer_open_calls(shared["memory"], shared["_run_start"],
+                                  "Not run: the run was out of steps and only a final answer was allowed.")
                 if not decision.calls:  # a hard stop: the model was told to answer and did not
                     raise RuntimeError(
                         f"max_iterations ({self.max_iterations}) exceeded and the model did not call {RESPOND!r} "
@@ -146,21 +144,16 @@ class DecideNode(DualNode):
                 shared["_errors"] += 1
                 if shared["_errors"] > self.max_errors:
                     tool, raw = decision.failed_raw or ("?", "")
+                    answer_open_calls(shared["memory"], shared["_run_start"], "Not run: the run failed.")
                     raise ValueError(
                         f"the model made {shared['_errors']} invalid tool calls in a row; last: tool {tool!r} "
                         f"with arguments {raw!r}: {'; '.join(decision.errors)}"
                     )
                 return "decide"
             pending.extend(decision.calls)
-        call: PendingCall = pending.popleft()
+        call: PendingCall = pending.pop(0)
         shared["func_call"] = call
         return call.name
-
-
-@dataclass(slots=True)
-class _OpenSpan:
-    trace: Any
-    span: Any
 
 
 @dataclass(slots=True)
@@ -174,8 +167,12 @@ class FuncNode(DualNode):
 
     A tool that raises does not crash the run: the error is the tool's result and the model sees it (at most
     ``max_errors`` consecutive failures, then :class:`ToolExecutionError`). A terminal tool sets
-    ``shared["result"]`` and ends the flow.
+    ``shared["result"]`` and ends the flow. Hidden parameters (``_globals_dict``, ``_memory``, ``_trace_id``)
+    are injected from the run.
     """
+
+    span_kind = "tool_call"
+    span_category = "tool_call"
 
     def __init__(self, tool: Tool, *, max_errors: int = 3):
         super().__init__()
@@ -187,63 +184,62 @@ class FuncNode(DualNode):
     def terminal(self) -> bool:
         return self.tool.is_terminal
 
-    def prep(self, shared: dict[str, Any]) -> tuple[PendingCall, dict[str, Any], Any]:
+    def prep(self, shared: dict[str, Any]) -> tuple[PendingCall, dict[str, Any] | None]:
         call: PendingCall = shared["func_call"]
-        trace = shared["_trace"]
-        opened = _OpenSpan(trace, trace.open(call.name, "tool_call", shared["_decision_span"], arguments=call.arguments))
-        if shared["_emit"] is not None:
-            _emit(shared, "tool_started", tool=call.name, arguments=call.arguments)
         context = None
         if self.tool.hidden:
-            context = {"globals_dict": shared["globals_dict"], "memory": shared["memory"], "trace_id": shared["trace_id"]}
-        return call, context, opened
+            run = current_run()
+            values = run.values if run is not None else {}
+            context = {"globals_dict": values.get("globals_dict", {}), "memory": shared["memory"],
+                       "trace_id": run.trace.trace_id if run is not None else ""}
+        return call, context
 
-    def exec(self, prep_res: tuple[PendingCall, dict[str, Any], Any]) -> ToolOutcome:
-        call, context, opened = prep_res
+    def span_attributes(self, prep_res: tuple[PendingCall, dict[str, Any] | None]) -> dict[str, Any]:
+        return {"arguments": prep_res[0].arguments}
+
+    def exec(self, prep_res: tuple[PendingCall, dict[str, Any] | None]) -> ToolOutcome:
+        call, context = prep_res
         if self.tool.is_async:
             return ToolOutcome(error=f"tool {self.tool.name!r} is async; run the agent with AsyncAgentBot.arun")
-        token = _ACTIVE.set((opened.trace, opened.span))  # bots called inside the tool nest under its span
         try:
             return ToolOutcome(self.tool.func(**self.tool.inject(call.arguments, context)))
         except Exception as exc:  # noqa: BLE001 - the model sees the failure as the tool's result
             return ToolOutcome(error=f"{type(exc).__name__}: {exc}")
-        finally:
-            _ACTIVE.reset(token)
 
-    async def exec_async(self, prep_res: tuple[PendingCall, dict[str, Any], Any]) -> ToolOutcome:
-        call, context, opened = prep_res
-        token = _ACTIVE.set((opened.trace, opened.span))
+    async def exec_async(self, prep_res: tuple[PendingCall, dict[str, Any] | None]) -> ToolOutcome:
+        call, context = prep_res
         try:
             value = self.tool.func(**self.tool.inject(call.arguments, context))
             if self.tool.is_async:
                 value = await value
         except Exception as exc:  # noqa: BLE001 - the model sees the failure as the tool's result
             return ToolOutcome(error=f"{type(exc).__name__}: {exc}")
-        finally:
-            _ACTIVE.reset(token)
         return ToolOutcome(value)
 
-    def post(self, shared: dict[str, Any], prep_res: tuple[PendingCall, dict[str, Any], Any], outcome: ToolOutcome) -> str | None:
-        call, _, handle = prep_res
-        opened = handle.span
-        opened.end = time.perf_counter()
+    def post(self, shared: dict[str, Any], prep_res: tuple[PendingCall, dict[str, Any] | None],
+             outcome: ToolOutcome) -> str | None:
+        call = prep_res[0]
+        opened = current_span()
         memory = shared["memory"]
         if outcome.error is not None:
-            opened.error = outcome.error
+            logger.debug("tool {} failed: {}", call.name, outcome.error)
+            if opened is not None:
+                opened.error = outcome.error
             if not call.synthetic:
                 memory.append(tool_result(call.id, call.name, f"Error: {outcome.error}"))
             else:  # the model's text answer could not be delivered: tell it why it is asked again
                 memory.append(user(f"Delivering your answer with {call.name} failed: {outcome.error}"))
-            _emit(shared, "tool_finished", tool=call.name, error=outcome.error, duration_s=opened.end - opened.start)
             shared["_errors"] += 1
             if shared["_errors"] > self.max_errors:
+                shared["_pending"].clear()
+                answer_open_calls(memory, shared["_run_start"], f"Not run: the run failed after {call.name}.")
                 raise ToolExecutionError(call.name, call.arguments, outcome.error)
             return self.tool.loopback_name or DECIDE  # terminal tools have a DECIDE edge for this case
-        opened.attributes["result"] = outcome.value
+        logger.debug("tool {} returned {!r}", call.name, outcome.value)
+        if opened is not None:
+            opened.attributes["result"] = outcome.value
         if not call.synthetic:
             memory.append(tool_result(call.id, call.name, outcome.value))
-        if shared["_emit"] is not None:
-            _emit(shared, "tool_finished", tool=call.name, result=outcome.value, duration_s=opened.end - opened.start)
         shared["_errors"] = 0
         if not self.tool.is_terminal:
             return self.tool.loopback_name or DECIDE
@@ -253,5 +249,4 @@ class FuncNode(DualNode):
             if not skipped.synthetic:
                 memory.append(tool_result(skipped.id, skipped.name, f"Not run: the run ended with {call.name}."))
         shared["_pending"].clear()
-        _emit(shared, "final_answer", result=outcome.value)
         return None

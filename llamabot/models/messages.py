@@ -72,3 +72,30 @@ class AIMessage:
 
     def to_message(self) -> Message:
         return {"role": "assistant", "content": self.content}
+
+
+class UnansweredToolCallError(ValueError):
+    """A conversation breaks the OpenAI rule: an assistant tool call has no ``tool`` answer before the next
+    turn (strict providers reject such a request)."""
+
+
+def check_tool_call_answers(messages: list[Message]) -> None:
+    """Raise :class:`UnansweredToolCallError` unless every assistant tool call is answered by a ``tool`` message
+    (with its id) among the messages that directly follow it, and every ``tool`` message answers such a call."""
+    open_ids: dict[str, int] = {}
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role == "tool":
+            if message.get("tool_call_id") not in open_ids:
+                raise UnansweredToolCallError(
+                    f"message {index}: tool result {message.get('tool_call_id')!r} answers no open tool call")
+            del open_ids[message["tool_call_id"]]
+            continue
+        if open_ids:
+            raise UnansweredToolCallError(
+                f"message {index} ({role}) follows tool calls with no answer: {sorted(open_ids)} "
+                f"(asked in message {min(open_ids.values())})")
+        if role == "assistant":
+            open_ids = {call["id"]: index for call in message.get("tool_calls") or ()}
+    if open_ids:
+        raise UnansweredToolCallError(f"the conversation ends with unanswered tool calls: {sorted(open_ids)}")

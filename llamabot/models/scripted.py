@@ -23,6 +23,7 @@ from typing import Any, Union
 
 from llamabot.errors import ScriptedModelExhausted
 from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
+from llamabot.models.messages import check_tool_call_answers
 from llamabot.models.seam import TokenCallback
 
 Responder = Callable[[ModelRequest], Any]
@@ -93,7 +94,9 @@ class ScriptedModel:
     ``replies``: queued items, answered first in, first out. Each item is a :class:`ModelReply` (see the
     helper functions), a string (text reply), an exception (raised), a responder ``f(request) -> item`` or a
     :class:`Delayed` item. ``responder``: answers when the queue is empty (for unbounded or concurrent use).
-    ``latency_s``: simulated latency of every call.
+    ``latency_s``: simulated latency of every call. ``strict`` (default): every request must satisfy the OpenAI
+    rule that each assistant tool call is answered by a ``tool`` message before the next turn (strict providers
+    reject it otherwise), else :class:`UnansweredToolCallError` - so every test on the scripted model checks it.
     """
 
     def __init__(
@@ -104,8 +107,10 @@ class ScriptedModel:
         latency_s: float = 0.0,
         name: str = "scripted",
         record: bool = True,
+        strict: bool = True,
     ):
         self.name = name
+        self.strict = strict
         self.latency_s = latency_s
         self.responder = responder
         self.record = record
@@ -137,6 +142,8 @@ class ScriptedModel:
     # -- one logic for both twins: pick the item, then turn it into a reply --------------------------
 
     def _next(self, request: ModelRequest) -> tuple[Any, float]:
+        if self.strict:
+            check_tool_call_answers(request.messages)
         if self.record:
             self.requests.append(request)
         if self._queue:

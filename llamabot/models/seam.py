@@ -23,7 +23,7 @@ from llamabot.models.registry import (
     parts_installed,
 )
 from llamabot.models.reply import ModelReply, ModelRequest
-from llamabot.observe.tracing import _ACTIVE, Span
+from llamabot.observe.tracing import OpenSpan, close_span, emit_token, open_span, wants_tokens
 
 TokenCallback = Callable[[str], None]
 
@@ -77,50 +77,50 @@ def model_family(model: str | ChatModel) -> str:
     return "remote"
 
 
-def _begin(model: ChatModel, request: ModelRequest) -> tuple[Span | None, Any, float]:
-    active = _ACTIVE.get()
-    if active is None:
-        return None, None, time.perf_counter()
-    trace, parent = active
-    # References only: the request and reply are summarised when the trace is exported, not on the hot path.
-    span = trace.open("model_call", "model_call", parent, model=model.name, request=request)
-    token = _ACTIVE.set((trace, span))
-    return span, token, span.start
+def _streaming(on_token: TokenCallback | None) -> TokenCallback | None:
+    """The token callback for a call: the caller's, and the run's hooks when any of them listens to tokens."""
+    if not wants_tokens():
+        return on_token
+    if on_token is None:
+        return emit_token
+
+    def both(piece: str) -> None:
+        on_token(piece)
+        emit_token(piece)
+
+    return both
 
 
-def _end(span: Span | None, token: Any, started: float, reply: ModelReply | None, error: BaseException | None) -> None:
-    if span is None:
-        return
-    span.end = time.perf_counter()
-    _ACTIVE.reset(token)
-    if error is not None:
-        span.error = f"{type(error).__name__}: {error}"
-        return
-    assert reply is not None
-    attributes = span.attributes
-    attributes["reply"] = reply
-    attributes["latency_s"] = span.end - started
+def _end(opened: OpenSpan | None, reply: ModelReply | None, error: BaseException | None) -> None:
+    if opened is not None and reply is not None:
+        span = opened[0]
+        span.attributes["reply"] = reply
+        span.attributes["latency_s"] = time.perf_counter() - span.start
+    close_span(opened, None, error)
 
 
 def call_model(model: ChatModel, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:
-    """Call ``model`` once, recording a ``model_call`` span when a trace is active."""
-    span, token, started = _begin(model, request)
+    """Call ``model`` once, recording a ``model_call`` span (and telling the run's hooks) inside a run.
+
+    References only: the request and reply are summarised when the trace is exported, not on the hot path.
+    """
+    opened = open_span("model_call", "model_call", "model_call", None, model=model.name, request=request)
     try:
-        reply = model.complete(request, on_token)
+        reply = model.complete(request, _streaming(on_token))
     except BaseException as exc:
-        _end(span, token, started, None, exc)
+        _end(opened, None, exc)
         raise
-    _end(span, token, started, reply, None)
+    _end(opened, reply, None)
     return reply
 
 
 async def acall_model(model: ChatModel, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:
     """Async twin of :func:`call_model`."""
-    span, token, started = _begin(model, request)
+    opened = open_span("model_call", "model_call", "model_call", None, model=model.name, request=request)
     try:
-        reply = await model.acomplete(request, on_token)
+        reply = await model.acomplete(request, _streaming(on_token))
     except BaseException as exc:
-        _end(span, token, started, None, exc)
+        _end(opened, None, exc)
         raise
-    _end(span, token, started, reply, None)
+    _end(opened, reply, None)
     return reply

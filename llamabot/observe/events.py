@@ -1,11 +1,18 @@
-"""Run events: what an agent run reports as it goes (for streaming progress from a service)."""
+"""Run events: what a run reports as it goes (for streaming progress from a service), derived from its hooks."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-EventKind = Literal["decision", "tool_started", "tool_finished", "final_answer", "error"]
+from llamabot.observe.hooks import RunHooks
+
+if TYPE_CHECKING:
+    from llamabot.observe.tracing import Span
+
+EventKind = Literal["run_started", "node", "decision", "tool_started", "tool_finished", "token", "final_answer",
+                    "error"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -13,8 +20,11 @@ class RunEvent:
     """One step of a run. ``data`` depends on ``kind``:
 
     - ``decision``: ``calls`` (tool names chosen), ``errors`` (invalid calls), ``iteration``;
+    - ``node``: ``node`` (its name), ``kind``, ``action`` (the edge it took), ``duration_s`` - every other graph
+      node step (an AoT plan, an ANoT phase, a ToT step...);
     - ``tool_started``: ``tool``, ``arguments``;
     - ``tool_finished``: ``tool``, ``result`` or ``error``, ``duration_s``;
+    - ``token``: ``delta`` (a piece of streamed model output);
     - ``final_answer``: ``result``;
     - ``error``: ``error`` (the run failed with this exception text).
     """
@@ -22,3 +32,55 @@ class RunEvent:
     kind: EventKind
     trace_id: str
     data: dict[str, Any] = field(default_factory=dict)
+
+
+class EventHook(RunHooks):
+    """Turn the lifecycle of one run into :class:`RunEvent`s passed to ``sink`` (e.g. a queue's ``put_nowait``).
+
+    Only the steps of the outermost run it sees are reported (a bot called inside a tool runs silently), and
+    a failed run reports no ``final_answer`` (the caller reports the error).
+    """
+
+    __slots__ = ("sink", "depth")
+
+    def __init__(self, sink: Callable[[RunEvent], None]):
+        self.sink = sink
+        self.depth = 0
+
+    def on_start(self, span: Span, state: Any) -> None:
+        category = span.category
+        if category == "run":
+            self.depth += 1
+        elif category == "tool_call" and self.depth == 1:
+            self.sink(RunEvent("tool_started", span.trace_id, {"tool": span.name,
+                                                               "arguments": span.attributes.get("arguments")}))
+
+    def on_end(self, span: Span, state: Any) -> None:
+        if span.category == "run":
+            self.depth -= 1
+            if self.depth == 0 and span.error is None:
+                self.sink(RunEvent("final_answer", span.trace_id, {"result": span.attributes.get("result")}))
+            return
+        if self.depth != 1:
+            return
+        attributes = span.attributes
+        if span.category == "tool_call":
+            data: dict[str, Any] = {"tool": span.name}
+            if span.error is not None:
+                data["error"] = span.error
+            else:
+                data["result"] = attributes.get("result")
+            data["duration_s"] = span.duration_s
+            self.sink(RunEvent("tool_finished", span.trace_id, data))
+        elif span.kind == "decision" and span.error is None:
+            self.sink(RunEvent("decision", span.trace_id, {"calls": attributes.get("calls", []),
+                                                           "errors": attributes.get("errors", []),
+                                                           "iteration": attributes.get("iteration")}))
+        elif span.category == "node" and span.kind != "decision":
+            self.sink(RunEvent("node", span.trace_id, {"node": span.name, "kind": span.kind,
+                                                       "action": attributes.get("action"),
+                                                       "duration_s": span.duration_s}))
+
+    def on_token(self, span: Span, delta: str) -> None:
+        if self.depth == 1:
+            self.sink(RunEvent("token", span.trace_id, {"delta": delta}))

@@ -1,8 +1,10 @@
 """Tracing: every run has a ``trace_id`` and a tree of spans, kept in memory with the run.
 
 Spans are plain objects appended to a list; nothing is written to disk or sent anywhere on the hot path.
-Export (``Trace.to_json``) is explicit. The active trace and span travel in a :mod:`contextvars` variable,
-so concurrent async runs never see each other's spans.
+Export (``Trace.to_json``) is explicit. The active run and span travel in a :mod:`contextvars` variable, so
+concurrent async runs never see each other's spans. Every span start and end is also told to the run's
+lifecycle hooks (:class:`llamabot.observe.hooks.RunHooks`): the trace is the record every run keeps, the hooks
+are how anything else (events, live views, logs, checkpoints, export) observes a run.
 """
 
 from __future__ import annotations
@@ -11,17 +13,20 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llamabot.observe.hooks import RunHooks
 
 @dataclass(slots=True)
 class Span:
-    """One timed step of a run (``kind``: run, decision, model_call, tool_call, ...)."""
+    """One timed step of a run. ``category``: ``run``, ``node``, ``model_call`` or ``tool_call`` (what the hooks
+    dispatch on); ``kind`` says more (``decision``, ``atom``, ``tot_step``, ``phase``...). Attributes whose name
+    starts with ``_`` are live values for hooks and are left out of exports."""
 
     span_id: int
     parent_id: int | None
@@ -31,6 +36,8 @@ class Span:
     end: float | None = None
     attributes: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    category: str = "node"
+    trace_id: str = ""
 
     @property
     def duration_s(self) -> float | None:
@@ -55,8 +62,9 @@ class Span:
             "start": self.start,
             "end": self.end,
             "duration_s": self.duration_s,
-            "attributes": _jsonable(attributes),
+            "attributes": _jsonable({k: v for k, v in attributes.items() if not k.startswith("_")}),
             "error": self.error,
+            "category": self.category,
         }
 
 
@@ -67,8 +75,10 @@ class Trace:
     trace_id: str = field(default_factory=lambda: os.urandom(16).hex())
     spans: list[Span] = field(default_factory=list)
 
-    def open(self, name: str, kind: str, parent: Span | None, **attributes: Any) -> Span:
-        span = Span(len(self.spans), parent.span_id if parent else None, name, kind, time.perf_counter(), None, attributes)
+    def open(self, name: str, kind: str, parent: Span | None, category: str = "node", **attributes: Any) -> Span:
+        """Record a new span (started now). Prefer :func:`open_span`, which also tells the run's hooks."""
+        span = Span(len(self.spans), parent.span_id if parent else None, name, kind, time.perf_counter(), None,
+                    attributes, None, category, self.trace_id)
         self.spans.append(span)
         return span
 
@@ -95,7 +105,7 @@ class Trace:
         spans = [
             Span(
                 s["span_id"], s["parent_id"], s["name"], s["kind"], s["start"], s.get("end"),
-                dict(s.get("attributes") or {}), s.get("error"),
+                dict(s.get("attributes") or {}), s.get("error"), s.get("category", "node"),
             )
             for s in data.get("spans", [])
         ]
@@ -110,56 +120,6 @@ class Trace:
         if not text.lstrip().startswith("{"):
             text = Path(source).read_text()
         return cls.from_dict(json.loads(text))
-
-
-_ACTIVE: ContextVar[tuple[Trace, Span | None] | None] = ContextVar("llamabot_trace", default=None)
-
-
-def current_trace() -> Trace | None:
-    active = _ACTIVE.get()
-    return active[0] if active else None
-
-
-@contextmanager
-def capture(trace: Trace | None = None) -> Iterator[Trace]:
-    """Record every span started inside the block into ``trace`` (a new one by default)."""
-    trace = trace or Trace()
-    token = _ACTIVE.set((trace, None))
-    try:
-        yield trace
-    finally:
-        _ACTIVE.reset(token)
-
-
-class span:  # noqa: N801 - used like a function: `with span("decision", "decision") as s:`
-    """Open a child span of the active span; yields ``None`` (and records nothing) when no trace is active.
-
-    A class rather than a generator-based context manager: it sits on the agent's hot path.
-    """
-
-    __slots__ = ("name", "kind", "attributes", "current", "token")
-
-    def __init__(self, name: str, kind: str, **attributes: Any):
-        self.name, self.kind, self.attributes = name, kind, attributes
-        self.current: Span | None = None
-
-    def __enter__(self) -> Span | None:
-        active = _ACTIVE.get()
-        if active is None:
-            return None
-        trace, parent = active
-        self.current = trace.open(self.name, self.kind, parent, **self.attributes)
-        self.token = _ACTIVE.set((trace, self.current))
-        return self.current
-
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        current = self.current
-        if current is None:
-            return
-        if exc is not None:
-            current.error = f"{type(exc).__name__}: {exc}"
-        current.end = time.perf_counter()
-        _ACTIVE.reset(self.token)
 
 
 def _jsonable(value: Any) -> Any:
@@ -178,26 +138,164 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
-class run:  # noqa: N801 - used like a function: `with run("AgentBot") as trace:`
-    """Open a ``run`` span: a child of the active span, or the root of a new trace when none is active.
 
-    Yields the trace. A class rather than a generator-based context manager: it runs once per agent run.
+@dataclass(slots=True)
+class RunContext:
+    """The live side of a run, beside its serialisable state: the trace it records into, its hooks, and live
+    values (``values``: e.g. the caller's ``globals_dict``) that must never be saved with the state."""
+
+    trace: Trace
+    hooks: tuple[RunHooks, ...] = ()
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+_CURRENT: ContextVar[tuple[RunContext, Span | None] | None] = ContextVar("llamabot_run", default=None)
+
+
+def current_run() -> RunContext | None:
+    """The innermost active run's context, or ``None`` outside any run."""
+    active = _CURRENT.get()
+    return active[0] if active else None
+
+
+def current_trace() -> Trace | None:
+    """The active trace, or ``None`` outside any run."""
+    active = _CURRENT.get()
+    return active[0].trace if active else None
+
+
+def current_span() -> Span | None:
+    """The active span (the parent of the next one), or ``None``."""
+    active = _CURRENT.get()
+    return active[1] if active else None
+
+
+OpenSpan = tuple[Span, Any, RunContext]
+
+
+def open_span(name: str, kind: str, category: str = "node", state: Any = None, **attributes: Any) -> OpenSpan | None:
+    """Start a child of the active span, tell the hooks, and make it the active span; ``None`` outside a run.
+
+    Close it with :func:`close_span` (in the same task or thread). The low-level form of :class:`span`, for
+    the hot paths that cannot use a ``with`` block (a node's span opens after ``prep`` and closes after ``post``).
+    """
+    active = _CURRENT.get()
+    if active is None:
+        return None
+    context, parent = active
+    current = context.trace.open(name, kind, parent, category, **attributes)
+    token = _CURRENT.set((context, current))
+    for hook in context.hooks:
+        hook.on_start(current, state)
+    return current, token, context
+
+
+def close_span(opened: OpenSpan | None, state: Any = None, error: BaseException | str | None = None) -> None:
+    """End a span from :func:`open_span`: record ``error`` (an exception or its text), tell the hooks, and make
+    its parent active again."""
+    if opened is None:
+        return
+    current, token, context = opened
+    current.end = time.perf_counter()
+    if error is not None:
+        current.error = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    _CURRENT.reset(token)
+    for hook in context.hooks:
+        hook.on_end(current, state)
+
+
+def emit_token(delta: str) -> None:
+    """Tell the active run's hooks about a piece of streamed model output (a no-op outside a run)."""
+    active = _CURRENT.get()
+    if active is None:
+        return
+    context, current = active
+    for hook in context.hooks:
+        hook.on_token(current, delta)
+
+
+def wants_tokens() -> bool:
+    """Whether any hook of the active run listens to token deltas (so models stream only when useful)."""
+    active = _CURRENT.get()
+    return active is not None and any(type(h).on_token is not RunHooks.on_token or "on_token" in getattr(h, "__dict__", ())
+                                      for h in active[0].hooks)
+
+
+@contextmanager
+def activate(span: Span) -> Iterator[Span]:
+    """Make ``span`` (of the active run) the parent of what starts inside the block, e.g. a bot called by a tool
+    that runs in a worker thread."""
+    active = _CURRENT.get()
+    if active is None:
+        yield span
+        return
+    token = _CURRENT.set((active[0], span))
+    try:
+        yield span
+    finally:
+        _CURRENT.reset(token)
+
+
+@contextmanager
+def capture(trace: Trace | None = None, hooks: Iterable[RunHooks] = ()) -> Iterator[Trace]:
+    """Record every span started inside the block into ``trace`` (a new one by default), telling ``hooks``."""
+    trace = trace or Trace()
+    token = _CURRENT.set((RunContext(trace, tuple(hooks)), None))
+    try:
+        yield trace
+    finally:
+        _CURRENT.reset(token)
+
+
+class span:  # noqa: N801 - used like a function: `with span("decision", "decision") as s:`
+    """Open a child span of the active span; yields ``None`` (and records nothing) when no run is active."""
+
+    __slots__ = ("name", "kind", "category", "attributes", "opened")
+
+    def __init__(self, name: str, kind: str, category: str = "node", **attributes: Any):
+        self.name, self.kind, self.category, self.attributes = name, kind, category, attributes
+
+    def __enter__(self) -> Span | None:
+        self.opened = open_span(self.name, self.kind, self.category, None, **self.attributes)
+        return None if self.opened is None else self.opened[0]
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        close_span(self.opened, None, exc)
+
+
+class run:  # noqa: N801 - used like a function: `with run("AgentBot") as trace:`
+    """Open a ``run`` span: a child of the active span (sharing its trace and hooks, plus ``hooks``), or the
+    root of a new trace when none is active. ``values`` are the run's live values (see :class:`RunContext`).
+
+    Yields the trace; ``self.span`` is the run span (set ``span.attributes["result"]`` before the block ends so
+    hooks see the result).
     """
 
-    __slots__ = ("name", "attributes", "current", "token")
+    __slots__ = ("name", "hooks", "values", "trace", "attributes", "span", "token", "context")
 
-    def __init__(self, name: str, **attributes: Any):
-        self.name, self.attributes = name, attributes
+    def __init__(self, name: str, *, hooks: Iterable[RunHooks] = (), values: dict[str, Any] | None = None,
+                 trace: Trace | None = None, **attributes: Any):
+        self.name, self.hooks, self.values, self.trace, self.attributes = name, hooks, values, trace, attributes
 
     def __enter__(self) -> Trace:
-        active = _ACTIVE.get()
-        trace, parent = active if active is not None else (Trace(), None)
-        self.current = trace.open(self.name, "run", parent, **self.attributes)
-        self.token = _ACTIVE.set((trace, self.current))
+        active = _CURRENT.get()
+        if active is not None:
+            outer, parent = active
+            hooks = (*outer.hooks, *self.hooks) if self.hooks else outer.hooks
+            trace = outer.trace
+        else:
+            parent, hooks, trace = None, tuple(self.hooks), self.trace or Trace()
+        self.context = RunContext(trace, hooks, self.values if self.values is not None else {})
+        self.span = trace.open(self.name, "run", parent, "run", **self.attributes)
+        self.token = _CURRENT.set((self.context, self.span))
+        for hook in hooks:
+            hook.on_start(self.span, None)
         return trace
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         if exc is not None:
-            self.current.error = f"{type(exc).__name__}: {exc}"
-        self.current.end = time.perf_counter()
-        _ACTIVE.reset(self.token)
+            self.span.error = f"{type(exc).__name__}: {exc}"
+        self.span.end = time.perf_counter()
+        _CURRENT.reset(self.token)
+        for hook in self.context.hooks:
+            hook.on_end(self.span, None)

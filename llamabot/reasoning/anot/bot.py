@@ -11,7 +11,7 @@ concurrent ``arun`` calls on one bot never share state. The condition vocabulary
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from llamabot.agents.agentbot import AsyncAgentBot
@@ -33,10 +33,12 @@ from llamabot.reasoning.anot.strategy import strategy_model
 from llamabot.reasoning.anot.substitution import DEFAULT_MAX_CHARS
 from llamabot.reasoning.anot.tools import PHASE2_TOOLS, done
 from llamabot.reasoning.anot.vocabulary import YELP_VOCABULARY, Vocabulary, describe_vocabulary
-from llamabot.observe.tracing import Span, Trace, run, span
+from llamabot.graph.graphbot import GraphBot
+from llamabot.observe.hooks import RunHooks
+from llamabot.observe.tracing import Trace, current_span
 
 
-class ANoTBot:
+class ANoTBot(GraphBot):
     """Rank ``items`` (any JSON objects) for a request: ``bot(query, items) -> ANoTResult``.
 
     ``model_name``: a LiteLLM model string, a chat model object (``ScriptedModel``) or ``None`` (default model).
@@ -69,8 +71,10 @@ class ANoTBot:
         step_max_tokens: int = 128,
         debug: int | DebugLog | None = None,
         debug_sink: Callable[[str], None] | None = None,
+        hooks: Iterable[RunHooks] = (),
         **completion_kwargs: Any,
     ):
+        super().__init__(hooks=hooks)
         self.model = get_model(model_name)
         self.model_name = self.model.name
         self.vocabulary = tuple(vocabulary)
@@ -108,24 +112,29 @@ class ANoTBot:
         self.lwt_node - "execute" >> self.layer_node
         self.layer_node - "layer" >> self.layer_node
         self.layer_node - "rank" >> self.rank_node
-        self.flow = Flow(start=self.strategy_node)
-        self.async_flow = AsyncFlow(start=self.strategy_node)
+        self.set_graph(self.strategy_node)
         self.execute_flow = Flow(start=self.layer_node)
         self.async_execute_flow = AsyncFlow(start=self.layer_node)
         self.last_result: ANoTResult | None = None
 
-    # -- one logic for both twins: build the run's state, then turn it into a result ---------------------
+    # -- one logic for both call styles (GraphBot): build the run's state, then turn it into a result ----------
 
-    def _state(self, query: str, items: Sequence[Any], tag: str, trace: Trace) -> dict[str, Any]:
-        return new_anot_state(query, items, log=self.log, tag=tag, trace=trace)
+    def flows(self, options: dict[str, Any]) -> tuple[Flow, AsyncFlow]:
+        if options.get("script") is not None:
+            return self.execute_flow, self.async_execute_flow
+        return self.flow, self.async_flow
 
-    @staticmethod
-    def _given_script(shared: dict[str, Any], script: str | Sequence[LWTStep]) -> None:
-        steps = parse_lwt(script) if isinstance(script, str) else list(script)
-        shared["steps"], shared["layers"] = steps, execution_layers(steps)
+    def new_state(self, query: str, trace: Trace, options: dict[str, Any]) -> dict[str, Any]:
+        shared = new_anot_state(query, options["items"], log=self.log, tag=options.get("request_tag", "R00"),
+                                trace=trace)
+        script = options.get("script")
+        if script is not None:
+            steps = parse_lwt(script) if isinstance(script, str) else list(script)
+            shared["steps"], shared["layers"] = steps, execution_layers(steps)
+        return shared
 
-    def _result(self, shared: dict[str, Any], trace: Trace, root: Span | None) -> ANoTResult:
-        stats = phase_stats(trace, root)
+    def result(self, shared: dict[str, Any], trace: Trace) -> ANoTResult:
+        stats = phase_stats(trace, current_span())  # the phases of this run (its span is the active one)
         ranking: Ranking = shared["ranking"]
         result = ANoTResult(
             ranking=ranking,
@@ -150,23 +159,32 @@ class ANoTBot:
         self.last_result = result
         return result
 
-    def __call__(self, query: str, items: Sequence[Any], *, request_tag: str = "R00") -> ANoTResult:
+    def __call__(self, query: str, items: Sequence[Any], *, request_tag: str = "R00", **options: Any) -> ANoTResult:
         """Rank ``items`` for ``query`` through the three phases."""
-        with run(type(self).__name__, query=query) as trace, span("anot", "anot_run") as root:
-            shared = self._state(query, items, request_tag, trace)
-            self.flow.run(shared)
-        return self._result(shared, trace, root)
+        return self.run_sync(query, items=items, request_tag=request_tag, **options)[0]
+
+    async def arun(self, query: str, items: Sequence[Any], *, request_tag: str = "R00",
+                   **options: Any) -> ANoTResult:
+        """Rank ``items`` for ``query`` through the three phases; phase 3's layers run concurrently."""
+        return (await self.arun_with_trace(query, items=items, request_tag=request_tag, **options))[0]
+
+    async def astream(self, query: str, items: Sequence[Any] = (), **options: Any) -> Any:  # type: ignore[override]
+        """Run and yield :class:`RunEvent`s (one ``node`` event per phase step), as every graph bot."""
+        async for event in super().astream(query, items=items, **options):
+            yield event
 
     def execute(
         self, script: str | Sequence[LWTStep], items: Sequence[Any], query: str = "", *, request_tag: str = "R00"
     ) -> ANoTResult:
         """Phase 3 only: run a given LWT script over ``items`` and rank. Raises an ``LWTError`` for a script
         that does not parse, has a cycle or references an unknown step."""
-        with run(type(self).__name__, query=query) as trace, span("anot", "anot_run") as root:
-            shared = self._state(query, items, request_tag, trace)
-            self._given_script(shared, script)
-            self.execute_flow.run(shared)
-        return self._result(shared, trace, root)
+        return self.run_sync(query, items=items, script=script, request_tag=request_tag)[0]
+
+    async def aexecute(
+        self, script: str | Sequence[LWTStep], items: Sequence[Any], query: str = "", *, request_tag: str = "R00"
+    ) -> ANoTResult:
+        """Phase 3 only (see :meth:`execute`), each layer's steps at once."""
+        return (await self.arun_with_trace(query, items=items, script=script, request_tag=request_tag))[0]
 
     def to_mermaid(self) -> MermaidDiagram:
         """The ANoT graph as a mermaid diagram (phase 2's agent graph is drawn by ``bot.agent.to_mermaid()``)."""
@@ -174,21 +192,5 @@ class ANoTBot:
 
 
 class AsyncANoTBot(ANoTBot):
-    """The same graph run by ``AsyncFlow``: ``await bot.arun(query, items)``; phase 3 layers run concurrently."""
-
-    async def arun(self, query: str, items: Sequence[Any], *, request_tag: str = "R00") -> ANoTResult:
-        """Rank ``items`` for ``query`` through the three phases."""
-        with run(type(self).__name__, query=query) as trace, span("anot", "anot_run") as root:
-            shared = self._state(query, items, request_tag, trace)
-            await self.async_flow.run_async(shared)
-        return self._result(shared, trace, root)
-
-    async def aexecute(
-        self, script: str | Sequence[LWTStep], items: Sequence[Any], query: str = "", *, request_tag: str = "R00"
-    ) -> ANoTResult:
-        """Phase 3 only (see :meth:`ANoTBot.execute`), each layer's steps at once."""
-        with run(type(self).__name__, query=query) as trace, span("anot", "anot_run") as root:
-            shared = self._state(query, items, request_tag, trace)
-            self._given_script(shared, script)
-            await self.async_execute_flow.run_async(shared)
-        return self._result(shared, trace, root)
+    """The name kept for services (``await AsyncANoTBot(...).arun(query, items)``): the same bot as
+    :class:`ANoTBot`."""

@@ -187,18 +187,21 @@ class LWTNode(DualNode):
         message = template.format(conditions=conditions, n_items=n_items, listing=script.listing())
         shared["log"](VERBOSE, "P2", shared["tag"], f"ReAct expansion: {len(script)} initial steps...")
         trace = current_trace() or shared["trace"]
-        state = new_run_state(message, memory=[], globals_dict={PHASE2_KEY: context}, trace=trace)
+        state = new_run_state(message, memory=[], trace_id=trace.trace_id)
         return Phase2Input(state, context, draft)
+
+    def _agent_run(self, inp: Phase2Input) -> run:
+        return run(type(self.agent).__name__, values={"globals_dict": {PHASE2_KEY: inp.context}}, query="anot phase 2")
 
     # Any failure of the agent run (it gave up, or its model failed) falls back to a script in ``post``.
     def exec(self, inp: Phase2Input) -> PhaseOutcome:
-        with phase_outcome("P2", Exception, _phase2_failure) as outcome, run(type(self.agent).__name__, query="anot phase 2"):
+        with phase_outcome("P2", Exception, _phase2_failure) as outcome, self._agent_run(inp):
             self.agent.flow.run(inp.state)
             outcome.value = inp.state.get("result")
         return outcome
 
     async def exec_async(self, inp: Phase2Input) -> PhaseOutcome:
-        with phase_outcome("P2", Exception, _phase2_failure) as outcome, run(type(self.agent).__name__, query="anot phase 2"):
+        with phase_outcome("P2", Exception, _phase2_failure) as outcome, self._agent_run(inp):
             await self.agent.async_flow.run_async(inp.state)
             outcome.value = inp.state.get("result")
         return outcome

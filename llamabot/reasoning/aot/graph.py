@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
-from llamabot.graph.flow import AsyncFlow, DualNode, Flow
+from llamabot.graph.flow import DualNode
 from llamabot.graph.mermaid import MermaidDiagram
 from llamabot.models.messages import Message, assistant, system, user
 from llamabot.models.reply import ModelRequest, Usage
@@ -34,7 +34,9 @@ from llamabot.reasoning.aot.schema import plan_response_format
 from llamabot.reasoning.aot.validate import PlanIssue, PlanValidationError, validate_plan
 from llamabot.reasoning.aot.visualization import plan_to_mermaid
 from llamabot.tools.tool import Tool, as_tool
-from llamabot.observe.tracing import _ACTIVE, Trace, run
+from llamabot.graph.graphbot import GraphBot
+from llamabot.observe.hooks import RunHooks
+from llamabot.observe.tracing import Trace, current_span, current_trace
 
 
 @dataclass(slots=True)
@@ -164,10 +166,9 @@ class ExecuteNode(DualNode):
 
 def _trace_atoms(record: ExecutionRecord) -> None:
     """One ``atom`` span per executed atom under the active span (the executor itself stays pure)."""
-    active = _ACTIVE.get()
-    if active is None:
+    trace, parent = current_trace(), current_span()
+    if trace is None:
         return
-    trace, parent = active
     for atom in record.atoms.values():
         if atom.status == "not_run" or atom.kind == "final":
             continue
@@ -176,7 +177,7 @@ def _trace_atoms(record: ExecutionRecord) -> None:
         span.start, span.end, span.error = atom.started, atom.started + atom.duration_s, atom.error
 
 
-class AoTBot:
+class AoTBot(GraphBot):
     """Atom of Thought: the model writes a plan of tool calls with explicit dependencies; a program validates
     and executes it. ``bot(question)`` returns an :class:`AoTResult`.
 
@@ -196,8 +197,10 @@ class AoTBot:
         max_replans: int = 2,
         retry: RetryPolicy = RetryPolicy(),
         compensations: dict[str, Any] | None = None,
+        hooks: Iterable[RunHooks] = (),
         **completion_kwargs: Any,
     ):
+        super().__init__(hooks=hooks)
         if tools is None:
             from llamabot.toolkits.calculator import CALCULATOR_TOOLS
 
@@ -214,15 +217,16 @@ class AoTBot:
         self.execute_node = ExecuteNode(self.tools, self.decisions, retry=retry, compensations=self.compensations)
         self.plan_node - "valid" >> self.execute_node
         self.plan_node - "invalid" >> self.plan_node
-        self.flow = Flow(start=self.plan_node)
-        self.async_flow = AsyncFlow(start=self.plan_node)
-        self.last_trace: Trace | None = None
+        self.set_graph(self.plan_node)
 
-    def _shared(self, question: str) -> dict[str, Any]:
+    def run_attributes(self, question: str) -> dict[str, Any]:
+        return {"question": question}
+
+    def new_state(self, question: str, trace: Trace, options: dict[str, Any]) -> dict[str, Any]:
         return {"memory": [user(question)], "plan": None, "record": None, "plan_errors": [], "notes": [],
                 "parse_failures": 0}
 
-    def _result(self, shared: dict[str, Any], trace: Trace) -> AoTResult:
+    def result(self, shared: dict[str, Any], trace: Trace) -> AoTResult:
         usage = Usage()
         for s in trace.of_kind("model_call"):
             if "reply" in s.attributes:
@@ -231,28 +235,11 @@ class AoTBot:
         return AoTResult(record.answer, shared["plan"], record, trace, len(shared["plan_errors"]),
                          shared["plan_errors"], shared["notes"], usage, shared["parse_failures"])
 
-    def __call__(self, question: str) -> AoTResult:
-        shared = self._shared(question)
-        with run(type(self).__name__, question=question) as trace:
-            self.last_trace = trace
-            self.flow.run(shared)
-        return self._result(shared, trace)
-
-    def to_mermaid(self) -> MermaidDiagram:
-        from llamabot.graph.mermaid import to_mermaid
-
-        return MermaidDiagram(to_mermaid(self.flow))
 
 
 class AsyncAoTBot(AoTBot):
-    """Async twin: ``await bot.arun(question)``; the atoms of a layer run concurrently."""
-
-    async def arun(self, question: str) -> AoTResult:
-        shared = self._shared(question)
-        with run(type(self).__name__, question=question) as trace:
-            self.last_trace = trace
-            await self.async_flow.run_async(shared)
-        return self._result(shared, trace)
+    """The name kept for services (``await AsyncAoTBot().arun(question)``): the same bot as :class:`AoTBot`; on
+    the async path the atoms of a layer run concurrently."""
 
 
 def replay_plan(plan: Plan | dict[str, Any] | str, tools: Iterable[Any] | None = None, decisions: Iterable[Any] = (),

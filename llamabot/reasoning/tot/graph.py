@@ -9,12 +9,11 @@ seam. Nodes are built per bot; every call gets a fresh machine and shared dict, 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import fields, replace
 from typing import Any
 
-from llamabot.graph.flow import AsyncFlow, Flow
-from llamabot.graph.mermaid import MermaidDiagram, to_mermaid
+from llamabot.graph.graphbot import GraphBot
 from llamabot.models.seam import ChatModel, TokenCallback, get_model
 from llamabot.reasoning.tot.machine import ToTMachine, new_machine, path_texts
 from llamabot.reasoning.tot.messages import Start
@@ -22,12 +21,13 @@ from llamabot.reasoning.tot.nodes import ExpandNode, GoalTest, ThoughtCallNode
 from llamabot.reasoning.tot.options import ToTOptions, with_options
 from llamabot.reasoning.tot.prompts import ToTPrompts
 from llamabot.reasoning.tot.result import ToTResult, build_result
-from llamabot.observe.tracing import Trace, run
+from llamabot.observe.hooks import CallbackHook, RunHooks
+from llamabot.observe.tracing import Trace
 
 _OPTION_NAMES = frozenset(f.name for f in fields(ToTOptions))
 
 
-class ToTBot:
+class ToTBot(GraphBot):
     """Search a tree of thoughts for a solution to ``problem``: ``result = bot(problem)``.
 
     ``model_name``: any LiteLLM model string, a chat model object (``ScriptedModel``) or ``None`` (default).
@@ -52,8 +52,12 @@ class ToTBot:
         json_output: bool = True,
         stream_target: TokenCallback | None = None,
         on_step: Callable[[ToTMachine], None] | None = None,
+        hooks: Iterable[RunHooks] = (),
         **kwargs: Any,
     ):
+        if on_step is not None:
+            hooks = (*hooks, machine_steps(on_step))
+        super().__init__(hooks=hooks)
         option_values = {name: kwargs.pop(name) for name in list(kwargs) if name in _OPTION_NAMES}
         self.options = with_options(options, **option_values)
         prompts = prompts or ToTPrompts()
@@ -74,50 +78,36 @@ class ToTBot:
         self.expand_node - "evaluate" >> self.evaluate_node
         self.generate_node - "expand" >> self.expand_node
         self.evaluate_node - "expand" >> self.expand_node
-        self.flow = Flow(start=self.expand_node)
-        self.async_flow = AsyncFlow(start=self.expand_node)
-        self.last_trace: Trace | None = None
+        self.set_graph(self.expand_node)
 
-    def _run_state(self, problem: str, trace: Trace) -> dict[str, Any]:
-        return {
-            "machine": new_machine(self.options),
-            "message": Start(problem, f"tot-{trace.trace_id[:8]}"),
-            "directive": None,
-            "stream_target": self.stream_target,
-            "on_step": self.on_step,
-        }
+    def run_attributes(self, problem: str) -> dict[str, Any]:
+        return {"problem": problem}
 
-    def _result(self, shared: dict[str, Any]) -> ToTResult:
+    def new_state(self, problem: str, trace: Trace, options: dict[str, Any]) -> dict[str, Any]:
+        return {"machine": new_machine(self.options), "message": Start(problem, f"tot-{trace.trace_id[:8]}"),
+                "directive": None}
+
+    def run_values(self, options: dict[str, Any]) -> dict[str, Any]:
+        return {"stream_target": self.stream_target}
+
+    def result(self, shared: dict[str, Any], trace: Trace) -> ToTResult:
         machine: ToTMachine = shared["machine"]
         answer = None
         if machine.solution_path:
             answer = self.prompts.answer(machine.prompt or "", path_texts(machine, machine.solution_path[-1]))
         return build_result(machine, answer)
 
-    def __call__(self, problem: str) -> ToTResult:
-        """Search for ``problem``; returns the :class:`ToTResult` (``termination.reason`` says how it ended;
-        a failed model call ends it in ``error`` with the message in ``diagnostics["error"]``)."""
-        with run(type(self).__name__, problem=problem) as trace:
-            self.last_trace = trace
-            shared = self._run_state(problem, trace)
-            self.flow.run(shared)
-        return self._result(shared)
-
-    def to_mermaid(self) -> MermaidDiagram:
-        """The driver graph as a mermaid diagram (``result.to_mermaid()`` draws the explored tree)."""
-        return MermaidDiagram(to_mermaid(self.flow))
 
 
 class AsyncToTBot(ToTBot):
-    """The same graph run by an ``AsyncFlow``: ``result = await bot(problem)`` (or ``await bot.arun(problem)``)."""
+    """The name kept for services (``await AsyncToTBot(...).arun(problem)``): the same bot as :class:`ToTBot`."""
 
-    async def __call__(self, problem: str) -> ToTResult:  # type: ignore[override]
-        with run(type(self).__name__, problem=problem) as trace:
-            self.last_trace = trace
-            shared = self._run_state(problem, trace)
-            await self.async_flow.run_async(shared)
-        return self._result(shared)
 
-    async def arun(self, problem: str) -> ToTResult:
-        """Alias of ``await bot(problem)``."""
-        return await self(problem)
+def machine_steps(on_step: Callable[[ToTMachine], None]) -> RunHooks:
+    """A hook calling ``on_step(machine)`` after every update of the search machine (each ``expand`` step)."""
+
+    def on_end(span: Any, state: Any) -> None:
+        if span.kind == "tot_update":
+            on_step(state["machine"])
+
+    return CallbackHook(on_end=on_end)

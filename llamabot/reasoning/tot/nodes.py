@@ -14,8 +14,9 @@ Both are :class:`DualNode`s and keep no per-run attribute: the run's state lives
 | ``machine`` | the current :class:`ToTMachine` (replaced on every update, never mutated) |
 | ``message`` | the next message for the machine (``Start``, then each ``LLMResult``) |
 | ``directive`` | the model directive the next call node performs |
-| ``stream_target`` | callable receiving streamed text pieces, or ``None`` (no streaming) |
-| ``on_step`` | callable receiving the machine after each update, or ``None`` |
+
+Live values (the run's context): ``stream_target``, a callable receiving streamed text pieces, or ``None``.
+Step callbacks are hooks on the ``tot_update`` spans of :class:`ExpandNode` (see ``machine_steps``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from llamabot.reasoning.tot.messages import (
     phase_of,
 )
 from llamabot.reasoning.tot.prompts import ToTPrompts
-from llamabot.observe.tracing import span
+from llamabot.observe.tracing import current_run
 
 GoalTest = Callable[[str, tuple[str, ...]], bool]
 
@@ -66,7 +67,10 @@ def _partials(shared: dict[str, Any], call_id: str, target: TokenCallback) -> To
 
 
 class ThoughtCallNode(DualNode):
-    """Perform the pending generation or evaluation directive (or its repair) as one model call."""
+    """Perform the pending generation or evaluation directive (or its repair) as one model call (a ``tot_step``
+    span of the run)."""
+
+    span_kind = "tot_step"
 
     def __init__(
         self,
@@ -92,7 +96,8 @@ class ThoughtCallNode(DualNode):
             response_format=self.prompts.response_format(directive) if self.json_output else None,
             params=self.completion_kwargs,
         )
-        target = shared["stream_target"]
+        run = current_run()
+        target = run.values.get("stream_target") if run is not None else None
         on_token = _partials(shared, directive.call_id, target) if target is not None else None
         return CallInput(directive, request, on_token)
 
@@ -101,23 +106,21 @@ class ThoughtCallNode(DualNode):
         usage = {"prompt_tokens": reply.usage.prompt_tokens, "completion_tokens": reply.usage.completion_tokens}
         return LLMResult(inp.directive.call_id, text=reply.content or "", usage=usage)
 
-    def _span(self, inp: CallInput) -> span:
+    def span_attributes(self, inp: CallInput) -> dict[str, Any]:
         d = inp.directive
-        return span(self.name, "tot_step", call_id=d.call_id, phase=phase_of(d), repair=type(d).__name__ == "CallLLMStream")
+        return {"call_id": d.call_id, "phase": phase_of(d), "repair": type(d).__name__ == "CallLLMStream"}
 
     def exec(self, inp: CallInput) -> LLMResult:
-        with self._span(inp):
-            try:
-                return run_exchange(self._exchange(inp), self.model, inp.on_token)
-            except Exception as exc:  # noqa: BLE001 - a failed call is a message: the machine ends in `error`
-                return LLMResult(inp.directive.call_id, error=f"{type(exc).__name__}: {exc}")
+        try:
+            return run_exchange(self._exchange(inp), self.model, inp.on_token)
+        except Exception as exc:  # noqa: BLE001 - a failed call is a message: the machine ends in `error`
+            return LLMResult(inp.directive.call_id, error=f"{type(exc).__name__}: {exc}")
 
     async def exec_async(self, inp: CallInput) -> LLMResult:
-        with self._span(inp):
-            try:
-                return await arun_exchange(self._exchange(inp), self.model, inp.on_token)
-            except Exception as exc:  # noqa: BLE001 - a failed call is a message: the machine ends in `error`
-                return LLMResult(inp.directive.call_id, error=f"{type(exc).__name__}: {exc}")
+        try:
+            return await arun_exchange(self._exchange(inp), self.model, inp.on_token)
+        except Exception as exc:  # noqa: BLE001 - a failed call is a message: the machine ends in `error`
+            return LLMResult(inp.directive.call_id, error=f"{type(exc).__name__}: {exc}")
 
     def post(self, shared: dict[str, Any], inp: CallInput, result: LLMResult) -> str:
         shared["message"] = result
@@ -131,6 +134,7 @@ class ExpandNode(DualNode):
     """
 
     name = "expand"
+    span_kind = "tot_update"
 
     def __init__(self, goal_test: GoalTest | None = None, clock: Callable[[], float] = monotonic_ms):
         super().__init__()
@@ -149,8 +153,6 @@ class ExpandNode(DualNode):
     def post(self, shared: dict[str, Any], msg: Message, _: Message) -> str | None:
         machine, directives = update(shared["machine"], msg, Env(now_ms=self.clock(), goal_test=self.goal_test))
         shared["machine"], shared["message"] = machine, None
-        if shared["on_step"] is not None:
-            shared["on_step"](machine)
         refused = [d for d in directives if isinstance(d, RequestError)]
         if refused:
             raise ToTError(f"the search did not start ({refused[0].reason}): {refused[0].message}")

@@ -47,7 +47,7 @@ def test_tot_drv_010_each_directive_becomes_one_model_call_and_the_result_comes_
 def test_tot_drv_020_the_async_twin_makes_the_same_calls_and_finds_the_same_answer():
     sync_model, async_model = oracle_model(), oracle_model()
     sync_result = ToTBot(sync_model, **GAME)("1 1 4 6")
-    async_result = asyncio.run(AsyncToTBot(async_model, **GAME)("1 1 4 6"))
+    async_result = asyncio.run(AsyncToTBot(async_model, **GAME).arun("1 1 4 6"))
     assert async_result.answer == sync_result.answer and async_result.solution_path == sync_result.solution_path
     assert [r.messages for r in async_model.requests] == [r.messages for r in sync_model.requests]
     assert asyncio.run(AsyncToTBot(oracle_model(), **GAME).arun("1 1 4 6")).answer == sync_result.answer
@@ -114,7 +114,7 @@ def test_tot_drv_060_every_call_starts_a_fresh_search_and_concurrent_runs_never_
     puzzles = ["4 9 10 13", "1 1 4 6", "1 1 11 11", "3 3 8 8"] * 10
 
     async def run_all():
-        return await asyncio.gather(*(abot(p) for p in puzzles))
+        return await asyncio.gather(*(abot.arun(p) for p in puzzles))
 
     results = asyncio.run(run_all())
     assert [r.machine.prompt for r in results] == puzzles

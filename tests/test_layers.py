@@ -1,0 +1,83 @@
+"""The package's layers import only downward (HLD: the layer diagram). Read from the source, not imported."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "llamabot"
+
+#: Package -> layer. A module may import its own package and packages of LOWER layers only; packages that
+#: share a layer (the three reasoning patterns) never import each other. Tools sit on the models layer: a tool
+#: call is driven by the same exchange drivers as a model call.
+LAYERS = {
+    "errors": 0, "lazy": 0, "observe": 0,
+    "models": 1,
+    "tools": 2,
+    "toolkits": 3,
+    "bot": 4,
+    "graph": 5,
+    "agents": 6,
+    "reasoning": 7, "reasoning.aot": 7, "reasoning.anot": 7, "reasoning.tot": 7,
+    "cli": 8,
+}
+
+
+def package_of(module: str) -> str | None:
+    """``llamabot.reasoning.aot.plan`` -> ``reasoning.aot``; ``llamabot.graph.flow`` -> ``graph``."""
+    parts = module.split(".")[1:]
+    if not parts:
+        return None  # the top-level ``llamabot`` package (lazy public names) sits above every layer
+    if parts[0] == "reasoning" and len(parts) > 1:
+        return f"reasoning.{parts[1]}"
+    return parts[0]
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports(path: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, imported module, imported names) for every ``llamabot`` import in the file, lazy ones included."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("llamabot"):
+            found.append((node.lineno, node.module, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name, []) for a in node.names if a.name.startswith("llamabot")]
+    return found
+
+
+SOURCES = sorted(p for p in ROOT.rglob("*.py") if p != ROOT / "__init__.py")
+
+
+def test_agt_layer_010_every_package_has_a_layer():
+    packages = {package_of(module_name(p)) for p in SOURCES}
+    assert packages <= set(LAYERS), f"packages without a layer: {packages - set(LAYERS)}"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_agt_layer_020_modules_import_only_their_own_package_and_lower_layers(path):
+    here = package_of(module_name(path))
+    for line, module, _ in imports(path):
+        there = package_of(module)
+        if there is None or there == here:
+            continue
+        assert LAYERS[there] < LAYERS[here], (
+            f"{path.relative_to(ROOT)}:{line} imports {module} (layer {LAYERS[there]}) from layer {LAYERS[here]}"
+        )
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_agt_layer_030_no_private_names_are_imported_across_packages(path):
+    here = package_of(module_name(path))
+    for line, module, names in imports(path):
+        if package_of(module) == here:
+            continue
+        private = [n for n in names if n.startswith("_")]
+        assert not private, f"{path.relative_to(ROOT)}:{line} imports private {private} from {module}"
