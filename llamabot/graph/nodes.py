@@ -132,8 +132,9 @@ class DecideNode(DualNode):
                 tools = self.toolbot.tools
                 refused = [c for c in decision.calls if c.name not in tools or not tools[c.name].is_terminal]
                 decision.calls = [c for c in decision.calls if c not in refused]
-                answer_open_calls(shared["memory"], shared["_run_start"],
-                                  "Not run: the run was out of steps and only a final answer was allowed.")
+                shared["memory"].extend(
+                    tool_result(c.id, c.name, "Not run: the run was out of steps and only a final answer was allowed.")
+                    for c in refused if not c.synthetic)
                 if not decision.calls:  # a hard stop: the model was told to answer and did not
                     raise RuntimeError(
                         f"max_iterations ({self.max_iterations}) exceeded and the model did not call {RESPOND!r} "
