@@ -58,3 +58,21 @@ class StructuredOutputError(LlamabotError, ValueError):
             f"{model_name}: no valid output after {attempts} attempt(s); last errors: {'; '.join(errors)}; "
             f"last output: {raw_output!r}"
         )
+
+
+class DependencyCycleError(LlamabotError, ValueError):
+    """Dependencies form a cycle, so no order runs every node after the nodes it depends on.
+
+    ``cycle`` is one cycle in dependency order (each node depends on the next; the first node, the one that comes
+    first in the input, is repeated at the end); ``cycles`` every cycle found, ``cycle`` first; ``blocked`` every
+    node that can never run (in a cycle or behind one), in input order.
+    """
+
+    def __init__(self, cycle: tuple[Any, ...], blocked: tuple[Any, ...], cycles: tuple[tuple[Any, ...], ...] = ()):
+        self.cycle = cycle
+        self.blocked = blocked
+        self.cycles = cycles or (cycle,)
+        super().__init__(
+            f"dependency cycle: {' -> '.join(map(str, cycle))}; blocked by it: {', '.join(map(str, blocked))}. "
+            "A node may not depend, directly or indirectly, on itself"
+        )

@@ -1,4 +1,5 @@
-"""Tools: ``@tool`` turns typed functions into tool descriptions; ``DEFAULT_TOOLS`` ships with every agent."""
+"""Tools: ``@tool`` turns typed functions into tool descriptions; ``DEFAULT_TOOLS`` ships with every agent;
+``llamabot.tools.call`` is the one logic that calls a tool (validation, timeout, retries, sync or async)."""
 
 from llamabot.tools.defaults import (
     DEFAULT_TOOLS,
@@ -7,11 +8,13 @@ from llamabot.tools.defaults import (
     return_object_to_user,
     today_date,
 )
+from llamabot.tools.retry import Retry
 from llamabot.tools.tool import DECIDE, Tool, as_tool, build_tool, tool
 
 __all__ = [
     "DECIDE",
     "DEFAULT_TOOLS",
+    "Retry",
     "Tool",
     "as_tool",
     "build_tool",

@@ -1,4 +1,5 @@
-"""The default tools every agent graph gets: two terminal tools and two read-only helpers."""
+"""The default tools every agent graph gets: two terminal tools and two read-only helpers. None of them blocks
+(``blocking=False``): async runs call them on the event loop, without a worker thread."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 from llamabot.tools.tool import tool
 
 
-@tool(loopback_name=None)
+@tool(loopback_name=None, blocking=False)
 def respond_to_user(response: str) -> str:
     """Give the final answer to the user. Call this once you know the answer.
 
@@ -18,7 +19,7 @@ def respond_to_user(response: str) -> str:
     return response
 
 
-@tool(loopback_name=None)
+@tool(loopback_name=None, blocking=False)
 def return_object_to_user(variable_name: str, _globals_dict: dict[str, Any] | None = None) -> Any:
     """Return a Python object from the caller's variables to the user, instead of a text answer.
 
@@ -32,13 +33,13 @@ def return_object_to_user(variable_name: str, _globals_dict: dict[str, Any] | No
     return namespace[variable_name]
 
 
-@tool
+@tool(blocking=False)
 def today_date() -> str:
     """Today's date, in ISO format (YYYY-MM-DD)."""
     return date.today().isoformat()
 
 
-@tool
+@tool(blocking=False)
 def inspect_globals(_globals_dict: dict[str, Any] | None = None) -> str:
     """List the caller's variables with their types, so you can pick one to use or return."""
     namespace = _globals_dict or {}

@@ -2,20 +2,23 @@
 
 The decorated function stays a plain callable. It gains ``.json_schema`` (OpenAI tool format),
 ``.loopback_name`` and ``.tool`` (the immutable :class:`Tool`). Nothing here holds graph state: graph nodes
-are built per graph from these descriptions.
+are built per graph from these descriptions. A tool may carry how it is to be called: a ``timeout`` per
+attempt, a retry policy (``retries=`` or ``retry=``), and whether it blocks; calling it is
+:mod:`llamabot.tools.call`'s job.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
 from llamabot.errors import ToolArgumentsError, ToolDefinitionError
+from llamabot.tools.retry import Retry
 from llamabot.tools.schema import arguments_model, function_schema, is_hidden, parameters_schema
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -29,7 +32,9 @@ class Tool:
     """An immutable tool description bound to its function.
 
     ``loopback_name`` is the action a graph follows after the tool ran (``"decide"``), or ``None`` for a
-    terminal tool whose result ends the run.
+    terminal tool whose result ends the run. ``timeout``: seconds one attempt may take (``None``: no limit);
+    ``retry``: the retry policy (``None``: one attempt); ``blocking=False``: a sync tool that returns at once,
+    which async runs call on the event loop instead of in a worker thread.
     """
 
     name: str
@@ -41,6 +46,9 @@ class Tool:
     hidden: tuple[str, ...]
     is_async: bool
     hidden_required: tuple[str, ...] = ()
+    timeout: float | None = None
+    retry: Retry | None = None
+    blocking: bool = True
 
     @property
     def is_terminal(self) -> bool:
@@ -83,14 +91,14 @@ class Tool:
         # Keep nested models and enums as validated objects; only the top-level fields are unpacked.
         return dict(validated.__dict__)
 
-    def bind(self, arguments: str | dict[str, Any] | None, context: dict[str, Any] | None = None) -> dict[str, Any]:
+    def bind(self, arguments: str | dict[str, Any] | None, context: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Validated keyword arguments plus hidden ones injected from ``context``.
 
         A hidden parameter ``_name`` receives ``context["name"]`` when the context has it; otherwise its default.
         """
         return self.inject(self.validate(arguments), context)
 
-    def inject(self, kwargs: dict[str, Any], context: dict[str, Any] | None = None) -> dict[str, Any]:
+    def inject(self, kwargs: dict[str, Any], context: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Add the hidden parameters to already-validated ``kwargs`` (a new dict; ``kwargs`` is not changed)."""
         if not self.hidden:
             return kwargs
@@ -109,25 +117,19 @@ class Tool:
                     )
         return kwargs
 
-    def invoke(self, arguments: str | dict[str, Any] | None = None, context: dict[str, Any] | None = None) -> Any:
-        """Validate the arguments and run the function (sync). An async tool is run to completion."""
-        kwargs = self.bind(arguments, context)
-        result = self.func(**kwargs)
-        if inspect.isawaitable(result):
-            if inspect.iscoroutine(result):
-                result.close()  # never awaited: close it so no "coroutine was never awaited" warning leaks
-            raise ToolDefinitionError(
-                f"tool {self.name!r} is async; call it with `await tool.ainvoke(...)` or from an async bot"
-            )
-        return result
+    def invoke(self, arguments: str | dict[str, Any] | None = None, context: Mapping[str, Any] | None = None) -> Any:
+        """Validate the arguments and run the function (sync), with the tool's timeout and retries; return its
+        value or raise what ended the call (:class:`ToolArgumentsError`, the tool's exception, ``TimeoutError``;
+        :class:`ToolDefinitionError` for an async tool). ``llamabot.tools.call.invoke_tool`` gives the outcome."""
+        from llamabot.tools.call import invoke_tool
 
-    async def ainvoke(self, arguments: str | dict[str, Any] | None = None, context: dict[str, Any] | None = None) -> Any:
-        """Validate the arguments and run the function; awaits it when it is a coroutine function."""
-        kwargs = self.bind(arguments, context)
-        result = self.func(**kwargs)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        return invoke_tool(self, arguments, context).unwrap()
+
+    async def ainvoke(self, arguments: str | dict[str, Any] | None = None, context: Mapping[str, Any] | None = None) -> Any:
+        """Async twin of :meth:`invoke`: coroutine tools are awaited, sync tools run in a worker thread."""
+        from llamabot.tools.call import ainvoke_tool
+
+        return (await ainvoke_tool(self, arguments, context)).unwrap()
 
 
 def _format_validation_errors(exc: ValidationError) -> list[str]:
@@ -138,8 +140,20 @@ def _format_validation_errors(exc: ValidationError) -> list[str]:
     return messages
 
 
-def build_tool(func: Callable[..., Any], *, name: str | None = None, loopback_name: str | None = DECIDE) -> Tool:
-    """Build the :class:`Tool` description of ``func`` (used by :func:`tool`)."""
+def build_tool(
+    func: Callable[..., Any],
+    *,
+    name: str | None = None,
+    loopback_name: str | None = DECIDE,
+    timeout: float | None = None,
+    retries: int | None = None,
+    retry: Retry | None = None,
+    blocking: bool = True,
+) -> Tool:
+    """Build the :class:`Tool` description of ``func`` (used by :func:`tool`).
+
+    ``retries=n`` is ``retry=Retry(attempts=n + 1)`` (the default backoff); give one or the other.
+    """
     if not callable(func):
         raise ToolDefinitionError(f"@tool needs a function, got {type(func).__name__}")
     tool_name = name or getattr(func, "__name__", None)
@@ -160,24 +174,69 @@ def build_tool(func: Callable[..., Any], *, name: str | None = None, loopback_na
         hidden=hidden,
         is_async=inspect.iscoroutinefunction(func),
         hidden_required=hidden_required,
+        timeout=_checked_timeout(tool_name, timeout),
+        retry=_retry_policy(tool_name, retries, retry),
+        blocking=blocking,
     )
+
+
+def _checked_timeout(name: str, timeout: float | None) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ToolDefinitionError(f"tool {name!r}: timeout must be a number of seconds > 0, got {timeout!r}")
+    return float(timeout)
+
+
+def _retry_policy(name: str, retries: int | None, retry: Retry | None) -> Retry | None:
+    if retries is not None and retry is not None:
+        raise ToolDefinitionError(f"tool {name!r}: give retries= or retry=, not both")
+    if retry is not None and not isinstance(retry, Retry):
+        raise ToolDefinitionError(f"tool {name!r}: retry must be a llamabot.tools.Retry, got {type(retry).__name__}")
+    if retries is None:
+        return retry
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ToolDefinitionError(f"tool {name!r}: retries must be an int >= 0 (extra attempts), got {retries!r}")
+    return Retry(attempts=retries + 1) if retries else None
 
 
 @overload
 def tool(func: F) -> F: ...
 @overload
-def tool(*, loopback_name: str | None = DECIDE, name: str | None = None) -> Callable[[F], F]: ...
+def tool(
+    *,
+    loopback_name: str | None = DECIDE,
+    name: str | None = None,
+    timeout: float | None = None,
+    retries: int | None = None,
+    retry: Retry | None = None,
+    blocking: bool = True,
+) -> Callable[[F], F]: ...
 
 
-def tool(func: Any = None, *, loopback_name: str | None = DECIDE, name: str | None = None) -> Any:
+def tool(
+    func: Any = None,
+    *,
+    loopback_name: str | None = DECIDE,
+    name: str | None = None,
+    timeout: float | None = None,
+    retries: int | None = None,
+    retry: Retry | None = None,
+    blocking: bool = True,
+) -> Any:
     """Turn a typed function into a tool.
 
-    Use as ``@tool`` or ``@tool(loopback_name=None)`` (terminal tool). The function is returned unchanged
-    except for three attributes: ``json_schema``, ``loopback_name`` and ``tool`` (the :class:`Tool`).
+    Use as ``@tool``, ``@tool(loopback_name=None)`` (terminal tool) or ``@tool(timeout=2.0, retries=3)``
+    (each attempt may take 2 s; up to 3 more attempts, with exponential backoff, after an exception or a
+    timeout). ``retry=Retry(...)`` sets the whole policy; ``blocking=False`` marks a sync tool that returns at
+    once (async runs then call it on the event loop). The function is returned unchanged except for three
+    attributes: ``json_schema``, ``loopback_name`` and ``tool`` (the :class:`Tool`).
     """
 
     def decorate(f: F) -> F:
-        description = build_tool(f, name=name, loopback_name=loopback_name)
+        description = build_tool(
+            f, name=name, loopback_name=loopback_name, timeout=timeout, retries=retries, retry=retry, blocking=blocking
+        )
         f.tool = description  # type: ignore[attr-defined]
         f.json_schema = description.json_schema  # type: ignore[attr-defined]
         f.loopback_name = loopback_name  # type: ignore[attr-defined]

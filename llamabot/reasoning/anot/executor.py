@@ -18,10 +18,10 @@ from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import system, user
 from llamabot.models.reply import ModelRequest
 from llamabot.models.seam import ChatModel
+from llamabot.observe.tracing import span
 from llamabot.reasoning.anot.lwt import LWTStep
 from llamabot.reasoning.anot.prompts import STEP_SYSTEM
 from llamabot.reasoning.anot.substitution import SubstitutionContext, SubstitutionError, substitute
-from llamabot.observe.tracing import span
 
 DEFAULT_CONCURRENCY = 8
 

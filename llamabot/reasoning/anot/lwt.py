@@ -19,7 +19,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from llamabot.errors import LlamabotError
+from llamabot.errors import DependencyCycleError, LlamabotError
+from llamabot.graph.layers import topological_layers
 
 #: Data variables; every other ``{(name)}`` refers to a step's output.
 ITEM_VARIABLES = frozenset({"context", "input", "items"})
@@ -258,20 +259,6 @@ def unknown_references(steps: Sequence[LWTStep]) -> dict[str, tuple[str, ...]]:
     return missing
 
 
-def _find_cycle(remaining: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
-    """A cycle among ``remaining`` (id -> deps, restricted to remaining ids), found by walking dependencies."""
-    start = next(iter(remaining))
-    path: list[str] = []
-    index: dict[str, int] = {}
-    node = start
-    while node not in index:
-        index[node] = len(path)
-        path.append(node)
-        node = next(dep for dep in remaining[node] if dep in remaining)
-    cycle = path[index[node] :]
-    return (*cycle, node)
-
-
 def execution_layers(steps: Sequence[LWTStep]) -> list[list[LWTStep]]:
     """Order ``steps`` into layers: layer 0 holds the steps without references, layer k the steps whose
     references are all in earlier layers (at least one in layer k-1). Script order is kept inside a layer.
@@ -286,21 +273,12 @@ def execution_layers(steps: Sequence[LWTStep]) -> list[list[LWTStep]]:
     missing = unknown_references(steps)
     if missing:
         raise LWTReferenceError(missing, ids)
-    deps = {step.id: step.references for step in steps}
-    layer_of: dict[str, int] = {}
-    layers: list[list[LWTStep]] = []
-    pending = list(steps)
-    while pending:
-        ready = [s for s in pending if all(dep in layer_of for dep in deps[s.id])]
-        if not ready:
-            remaining = {s.id: deps[s.id] for s in pending}
-            raise LWTCycleError(_find_cycle(remaining), tuple(remaining))
-        for step in ready:
-            layer_of[step.id] = len(layers)
-        layers.append(ready)
-        ready_ids = {s.id for s in ready}
-        pending = [s for s in pending if s.id not in ready_ids]
-    return layers
+    by_id = {step.id: step for step in steps}
+    try:
+        layers = topological_layers({step.id: step.references for step in steps})
+    except DependencyCycleError as exc:
+        raise LWTCycleError(exc.cycle, exc.blocked) from None
+    return [[by_id[step_id] for step_id in layer] for layer in layers]
 
 
 def final_step(steps: Sequence[LWTStep]) -> LWTStep:

@@ -6,23 +6,28 @@ are recorded. On failure execution stops at the failing atom with :class:`AtomEx
 the tool, the resolved inputs and the cause); completed atoms whose tool declares a compensating tool are
 compensated in reverse order; nothing computed is lost: the partial record is on the error.
 
-Sync and async share :class:`_Run` (layers, resolution, recording, compensation); only the calls differ.
+Sync and async share :class:`_Run` (layers, resolution, recording, compensation) and one exchange per atom
+(:func:`_atom`), which calls its tool through the one tool-call logic (:func:`llamabot.tools.call.tool_call`:
+validation, the retry policy, timeouts); only the driver differs (``run_exchange`` / ``arun_exchange``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
+import dataclasses
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from llamabot.errors import LlamabotError, ToolArgumentsError
+from llamabot.errors import DependencyCycleError, LlamabotError, ToolArgumentsError
+from llamabot.graph.layers import topological_layers
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.reasoning.aot.plan import Atom, Plan, resolve
+from llamabot.tools.call import ToolOutcome, tool_call
+from llamabot.tools.retry import Retry
 from llamabot.tools.tool import Tool
 
 AtomStatus = Literal["ok", "failed", "compensated", "not_run"]
@@ -31,10 +36,18 @@ AtomStatus = Literal["ok", "failed", "compensated", "not_run"]
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """How often a failing atom is tried again (``retries`` extra attempts, ``backoff_s`` apart).
-    An atom's own ``retries`` field overrides ``retries``."""
+    An atom's own ``retries`` field overrides ``retries``. With neither (the default policy and no ``retries``
+    on the atom), the tool's own policy applies (``@tool(retries=...)``), else one attempt."""
 
     retries: int = 0
     backoff_s: float = 0.0
+
+    def for_atom(self, atom: Atom) -> Retry | None:
+        """The tool-call retry policy of ``atom`` (``None``: the tool's own)."""
+        if atom.retries is None and self.retries == 0:
+            return None
+        retries = atom.retries if atom.retries is not None else self.retries
+        return Retry(attempts=1 + retries, backoff_s=self.backoff_s, multiplier=1.0, jitter_s=0.0)
 
 
 @dataclass(slots=True)
@@ -124,19 +137,20 @@ class AtomExecutionError(LlamabotError, RuntimeError):
 
 
 def execution_layers(plan: Plan) -> list[list[Atom]]:
-    """Topological layers of a (validated) plan: each atom comes after every atom it depends on."""
-    remaining = {a.id: a for a in plan.atoms}
-    done: set[int] = set()
-    layers: list[list[Atom]] = []
-    while remaining:
-        ready = sorted((a for a in remaining.values() if all(d in done for d in a.depends_on)), key=lambda a: a.id)
-        if not ready:
-            raise ValueError(f"the plan has a dependency cycle among atoms {sorted(remaining)}; validate it first")
-        layers.append(ready)
-        for atom in ready:
-            done.add(atom.id)
-            del remaining[atom.id]
-    return layers
+    """Topological layers of a (validated) plan: each atom comes after every atom it depends on; by id within a
+    layer. Raises ``ValueError`` for a cycle or a dependency on a missing atom (validate the plan first)."""
+    atoms = {a.id: a for a in sorted(plan.atoms, key=lambda a: a.id)}
+    for atom in atoms.values():
+        missing = [d for d in atom.depends_on if d not in atoms]
+        if missing:
+            raise ValueError(f"atom {atom.id} depends on missing atoms {missing}; validate the plan first")
+    try:
+        layers = topological_layers({i: a.depends_on for i, a in atoms.items()})
+    except DependencyCycleError as exc:
+        raise ValueError(
+            f"the plan has a dependency cycle among atoms {sorted(exc.blocked)}; validate it first"
+        ) from exc
+    return [[atoms[i] for i in layer] for layer in layers]
 
 
 def final_answer(atom: Atom, results: dict[int, Any]) -> Any:
@@ -171,21 +185,6 @@ class _Run:
 
     def tool_for(self, atom: Atom) -> Tool:
         return (self.tools if atom.kind == "tool" else self.decisions)[atom.name]
-
-    def attempts_for(self, atom: Atom) -> int:
-        return 1 + (atom.retries if atom.retries is not None else self.retry.retries)
-
-    def prepare(self, atom: Atom) -> tuple[Tool, Any, dict[str, Any] | None, str | None]:
-        """(tool, resolved inputs, validated kwargs or None, error)."""
-        tool = self.tool_for(atom)
-        try:
-            inputs = resolve(atom.input, self.record.results)
-        except KeyError as exc:
-            return tool, atom.input, None, f"input refers to atom {exc.args[0]}, which has no result"
-        try:
-            return tool, inputs, tool.validate(inputs), None
-        except ToolArgumentsError as exc:
-            return tool, inputs, None, "; ".join(exc.errors)
 
     def succeed(self, atom: Atom, inputs: Any, value: Any, attempts: int, started: float) -> None:
         record = self.record.atoms[atom.id]
@@ -249,39 +248,37 @@ def execute_plan(
         for atom in layer:
             if atom.kind == "final":
                 continue
-            if not _run_atom_sync(run, atom):
+            if not run_exchange(_atom(run, atom)):
                 for record, compensator, kwargs in run.compensation_calls():
-                    run.compensated(record, compensator, _call_sync(compensator, kwargs)[1])
+                    run.compensated(record, compensator, run_exchange(tool_call(compensator, kwargs)).error)
                 run.finish()
                 raise run.error()
     return run.finish()
 
 
-def _call_sync(tool: Tool, kwargs: dict[str, Any]) -> tuple[Any, str | None]:
-    try:
-        value = tool.func(**kwargs)
-        if inspect.isawaitable(value):
-            getattr(value, "close", lambda: None)()
-            return None, f"tool {tool.name!r} is async; use aexecute_plan"
-        return value, None
-    except Exception as exc:  # noqa: BLE001 - recorded on the atom
-        return None, f"{type(exc).__name__}: {exc}"
-
-
-def _run_atom_sync(run: _Run, atom: Atom) -> bool:
+def _atom(run: _Run, atom: Atom, executor: Executor | None = None) -> Exchange[bool]:
+    """One atom, for both drivers: resolve its references, call its tool (validation, retries, timeout: the
+    tool-call logic), record the outcome. True when the atom succeeded."""
     started = time.perf_counter()
-    tool, inputs, kwargs, error = run.prepare(atom)
-    attempts = 0
-    if kwargs is not None:
-        for attempts in range(1, run.attempts_for(atom) + 1):
-            value, error = _call_sync(tool, kwargs)
-            if error is None:
-                run.succeed(atom, inputs, value, attempts, started)
-                return True
-            if attempts < run.attempts_for(atom) and run.retry.backoff_s:
-                time.sleep(run.retry.backoff_s)
-    run.fail(atom, inputs, error or "failed", attempts, started)
+    try:
+        inputs = resolve(atom.input, run.record.results)
+    except KeyError as exc:
+        run.fail(atom, atom.input, f"input refers to atom {exc.args[0]}, which has no result", 0, started)
+        return False
+    call = tool_call(run.tool_for(atom), inputs, retry=run.retry.for_atom(atom), executor=executor)
+    outcome = yield from call
+    if outcome.ok:
+        run.succeed(atom, inputs, outcome.value, outcome.attempts, started)
+        return True
+    run.fail(atom, inputs, _cause(outcome), outcome.attempts, started)
     return False
+
+
+def _cause(outcome: ToolOutcome) -> str:
+    """Why the atom failed: the argument problems (the plan's inputs were wrong), else the tool's error."""
+    if isinstance(outcome.exception, ToolArgumentsError):
+        return "; ".join(outcome.exception.errors)
+    return outcome.error or "failed"
 
 
 async def aexecute_plan(
@@ -294,7 +291,12 @@ async def aexecute_plan(
     sync_tools_in_threads: bool = True,
 ) -> ExecutionRecord:
     """Async twin of :func:`execute_plan`: the atoms of a layer run concurrently. Sync tools run in worker
-    threads (``sync_tools_in_threads``) so that blocking tools overlap too."""
+    threads so that blocking tools overlap too; ``sync_tools_in_threads=False`` calls them on the event loop
+    (for tools known not to block)."""
+    if not sync_tools_in_threads:
+        tools, decisions, compensations = (
+            _non_blocking(t) for t in (tools, decisions or {}, compensations or {})
+        )
     run = _Run(plan, tools, decisions or {}, retry, compensations or {})
     width = max((len(layer) for layer in run.layer_atoms), default=1)
     # A pool as wide as the widest layer, so that a layer of blocking tools overlaps completely (the
@@ -303,10 +305,11 @@ async def aexecute_plan(
     try:
         for layer in run.layer_atoms:
             atoms = [a for a in layer if a.kind != "final"]
-            outcomes = await asyncio.gather(*(_run_atom_async(run, a, pool) for a in atoms))
+            outcomes = await asyncio.gather(*(arun_exchange(_atom(run, a, pool)) for a in atoms))
             if not all(outcomes):
                 for record, compensator, kwargs in run.compensation_calls():
-                    run.compensated(record, compensator, (await _call_async(compensator, kwargs, None))[1])
+                    outcome = await arun_exchange(tool_call(compensator, kwargs))
+                    run.compensated(record, compensator, outcome.error)
                 run.finish()
                 raise run.error()
     finally:
@@ -315,28 +318,5 @@ async def aexecute_plan(
     return run.finish()
 
 
-async def _call_async(tool: Tool, kwargs: dict[str, Any], pool: ThreadPoolExecutor | None) -> tuple[Any, str | None]:
-    try:
-        if tool.is_async:
-            return await tool.func(**kwargs), None
-        if pool is not None:
-            return await asyncio.get_running_loop().run_in_executor(pool, functools.partial(tool.func, **kwargs)), None
-        return tool.func(**kwargs), None
-    except Exception as exc:  # noqa: BLE001 - recorded on the atom
-        return None, f"{type(exc).__name__}: {exc}"
-
-
-async def _run_atom_async(run: _Run, atom: Atom, pool: ThreadPoolExecutor | None) -> bool:
-    started = time.perf_counter()
-    tool, inputs, kwargs, error = run.prepare(atom)
-    attempts = 0
-    if kwargs is not None:
-        for attempts in range(1, run.attempts_for(atom) + 1):
-            value, error = await _call_async(tool, kwargs, pool)
-            if error is None:
-                run.succeed(atom, inputs, value, attempts, started)
-                return True
-            if attempts < run.attempts_for(atom) and run.retry.backoff_s:
-                await asyncio.sleep(run.retry.backoff_s)
-    run.fail(atom, inputs, error or "failed", attempts, started)
-    return False
+def _non_blocking(tools: dict[str, Tool]) -> dict[str, Tool]:
+    return {name: dataclasses.replace(t, blocking=False) for name, t in tools.items()}

@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from llamabot.errors import LlamabotError
+from llamabot.errors import DependencyCycleError, LlamabotError
+from llamabot.graph.layers import topological_layers
 from llamabot.reasoning.aot.plan import Atom, Plan, references
 from llamabot.tools.tool import Tool
 
@@ -67,43 +68,13 @@ def _check_inputs(atom: Atom, tool: Tool) -> list[PlanIssue]:
 
 
 def _cycles(atoms: list[Atom]) -> list[list[int]]:
-    """Strongly connected groups (size > 1, or a self-loop) in the dependsOn graph."""
-    graph = {a.id: [d for d in a.depends_on] for a in atoms}
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    stack: list[int] = []
-    on_stack: set[int] = set()
-    groups: list[list[int]] = []
-    counter = [0]
-
-    def visit(node: int) -> None:  # Tarjan's algorithm (plans are small; recursion depth is fine)
-        index[node] = low[node] = counter[0]
-        counter[0] += 1
-        stack.append(node)
-        on_stack.add(node)
-        for nxt in graph.get(node, []):
-            if nxt not in graph:
-                continue
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            group = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                group.append(member)
-                if member == node:
-                    break
-            if len(group) > 1 or node in graph[node]:
-                groups.append(sorted(group))
-
-    for node in graph:
-        if node not in index:
-            visit(node)
-    return groups
+    """The dependency cycles among ``atoms`` (a self-loop included), each as its sorted atom ids. Iterative
+    (graphlib), so a long chain of atoms cannot overflow the stack."""
+    try:
+        topological_layers({a.id: a.depends_on for a in atoms})
+    except DependencyCycleError as exc:
+        return [sorted(set(cycle)) for cycle in exc.cycles]
+    return []
 
 
 def validate_plan(plan: Plan, tools: dict[str, Tool], decisions: dict[str, Tool] | None = None) -> tuple[Plan, list[str]]:

@@ -1,0 +1,272 @@
+"""Calling a tool: one logic, written once as an exchange, driven sync or async like a model call.
+
+:func:`tool_call` validates the arguments (or takes already-validated ones), injects the hidden parameters from
+the run context, then yields one :class:`ToolAttempt` per attempt and a :class:`Sleep` before each retry, and
+returns a :class:`ToolOutcome`. It never raises for the tool's own failures: invalid arguments, an exception in
+the tool, a timeout and an async tool in a sync run all become ``ToolOutcome.error`` (``"TypeName: message"``,
+the text the model is shown), with the exception kept on ``ToolOutcome.exception``.
+
+The drivers of :mod:`llamabot.models.exchange` carry the effects out: ``run_exchange`` calls ``run()`` (the tool
+in this thread, or in a daemon worker thread when it has a timeout; ``time.sleep`` between attempts),
+``arun_exchange`` awaits ``arun()`` (coroutine tools on the loop; sync tools in worker threads, so a blocking
+tool never stalls the other runs of the loop; ``asyncio.sleep`` between attempts). ``Tool.invoke``/``ainvoke``,
+the agent's tool node, AoT atoms and compensations all call tools through here.
+
+A timed-out sync tool cannot be stopped (Python has no way to kill a thread): it runs on in its daemon thread
+and its result is dropped. A timed-out coroutine tool is cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent import futures
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from llamabot.errors import ToolArgumentsError, ToolDefinitionError
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
+from llamabot.tools.retry import Retry
+from llamabot.tools.tool import Tool, as_tool
+
+#: Worker threads for sync tools in async runs (created on demand): wide, because tools mostly wait on I/O.
+TOOL_THREADS = 32
+
+#: What one attempt gives back: ``(value, None)`` or ``(None, the exception that ended it)``.
+Attempted = tuple[Any, "Exception | None"]
+
+
+@dataclass(slots=True)
+class ToolOutcome:
+    """The result of calling a tool: ``value``, or ``error`` as the model sees it (``"TypeName: message"``).
+
+    ``attempts`` is how many times the function ran (0: the arguments were invalid); ``duration_s`` covers
+    validation, every attempt and the waits between them. ``exception`` is what ended the call, for callers
+    that re-raise it. Two outcomes are equal when value, error and attempts are.
+    """
+
+    value: Any = None
+    error: str | None = None
+    attempts: int = 0
+    duration_s: float = field(default=0.0, compare=False)
+    exception: Exception | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def unwrap(self) -> Any:
+        """The value; or raise the exception that ended the call (what ``Tool.invoke`` does)."""
+        if self.exception is not None:
+            raise self.exception
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class ToolAttempt:
+    """Effect: run ``tool.func(**kwargs)`` once, within ``timeout`` seconds if one is set.
+
+    ``executor`` runs sync tools in async runs when there is no timeout (default: a shared pool of
+    :data:`TOOL_THREADS` threads); with a timeout, a daemon thread per attempt (so a hung tool never blocks the
+    interpreter's exit). Returns :data:`Attempted`; exceptions of the tool are returned, not raised.
+    """
+
+    tool: Tool
+    kwargs: dict[str, Any]
+    timeout: float | None = None
+    executor: Executor | None = None
+
+    def run(self) -> Attempted:
+        tool = self.tool
+        if tool.is_async:
+            return None, _async_in_sync_run(tool)
+        try:
+            if self.timeout is None:
+                value = tool.func(**self.kwargs)
+            else:
+                future = _daemon_thread(functools.partial(tool.func, **self.kwargs), tool.name)
+                if not futures.wait((future,), timeout=self.timeout).done:
+                    return None, _timed_out(tool, self.timeout)
+                value = future.result()
+        except Exception as exc:  # noqa: BLE001 - the outcome carries it
+            return None, exc
+        if inspect.isawaitable(value):  # a sync function that returned a coroutine: it cannot run here
+            getattr(value, "close", lambda: None)()  # close it: no "coroutine was never awaited" warning
+            return None, _async_in_sync_run(tool)
+        return value, None
+
+    async def arun(self) -> Attempted:
+        tool = self.tool
+        try:
+            if tool.is_async:
+                value = await _within(tool.func(**self.kwargs), self.timeout, tool)
+            elif self.timeout is None and not tool.blocking:
+                value = tool.func(**self.kwargs)
+            else:
+                value = await _within(self._threaded(), self.timeout, tool)
+            if inspect.isawaitable(value):  # a sync function that returned an awaitable
+                value = await value
+        except Exception as exc:  # noqa: BLE001 - the outcome carries it
+            return None, exc
+        return value, None
+
+    def _threaded(self) -> asyncio.Future[Any]:
+        call = functools.partial(self.tool.func, **self.kwargs)
+        if self.timeout is not None:
+            return asyncio.wrap_future(_daemon_thread(call, self.tool.name))
+        context = contextvars.copy_context()  # the tool sees the caller's context (the active trace span...)
+        return asyncio.get_running_loop().run_in_executor(self.executor or _tool_threads(), context.run, call)
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """Effect: wait ``seconds`` (``time.sleep`` in sync runs, ``asyncio.sleep`` in async runs)."""
+
+    seconds: float
+
+    def run(self) -> None:
+        time.sleep(self.seconds)
+
+    async def arun(self) -> None:
+        await asyncio.sleep(self.seconds)
+
+
+def tool_call(
+    tool: Tool | Callable[..., Any],
+    arguments: str | Mapping[str, Any] | None = None,
+    context: Mapping[str, Any] | None = None,
+    *,
+    validated: bool = False,
+    retry: Retry | None = None,
+    timeout: float | None = None,
+    executor: Executor | None = None,
+) -> Exchange[ToolOutcome]:
+    """The exchange that calls ``tool`` (a :class:`Tool` or a ``@tool`` function) and returns its outcome.
+
+    ``arguments``: the model's arguments (JSON text or a dict), validated against the tool's schema; with
+    ``validated=True``, keyword arguments already validated (they are only completed with the hidden ones).
+    ``context``: the run context the hidden parameters come from (``_name`` <- ``context["name"]``).
+    ``retry``/``timeout``: override the tool's own policy (``@tool(retries=..., timeout=...)``).
+    ``executor``: where sync tools run in async runs (see :class:`ToolAttempt`).
+    """
+    started = time.perf_counter()
+    tool = tool if type(tool) is Tool else as_tool(tool)
+    try:
+        kwargs = tool.inject(arguments or {}, context) if validated else tool.bind(arguments, context)  # type: ignore[arg-type]
+    except (ToolArgumentsError, ToolDefinitionError) as exc:
+        return _outcome(None, exc, 0, started)
+    attempt = ToolAttempt(tool, kwargs, tool.timeout if timeout is None else timeout, executor)
+    policy = tool.retry if retry is None else retry
+    state = policy.begin() if policy is not None else None
+    attempts = 0
+    while True:
+        attempts += 1
+        value, error = yield attempt
+        if error is None or state is None or isinstance(error, ToolDefinitionError):
+            return _outcome(value, error, attempts, started)
+        wait = state.after(error)
+        if wait is None:
+            return _outcome(None, error, attempts, started)
+        if wait > 0:
+            yield Sleep(wait)
+
+
+def invoke_tool(
+    tool: Tool | Callable[..., Any],
+    arguments: str | Mapping[str, Any] | None = None,
+    context: Mapping[str, Any] | None = None,
+    *,
+    validated: bool = False,
+    retry: Retry | None = None,
+    timeout: float | None = None,
+) -> ToolOutcome:
+    """Call ``tool`` synchronously (see :func:`tool_call`); an async tool gives an error outcome."""
+    return run_exchange(tool_call(tool, arguments, context, validated=validated, retry=retry, timeout=timeout))
+
+
+async def ainvoke_tool(
+    tool: Tool | Callable[..., Any],
+    arguments: str | Mapping[str, Any] | None = None,
+    context: Mapping[str, Any] | None = None,
+    *,
+    validated: bool = False,
+    retry: Retry | None = None,
+    timeout: float | None = None,
+    executor: Executor | None = None,
+) -> ToolOutcome:
+    """Call ``tool`` from async code (see :func:`tool_call`): coroutine tools are awaited, sync tools run in a
+    worker thread."""
+    exchange = tool_call(tool, arguments, context, validated=validated, retry=retry, timeout=timeout, executor=executor)
+    return await arun_exchange(exchange)
+
+
+def _outcome(value: Any, error: Exception | None, attempts: int, started: float) -> ToolOutcome:
+    duration = time.perf_counter() - started
+    if error is None:
+        return ToolOutcome(value, None, attempts, duration)
+    return ToolOutcome(None, f"{type(error).__name__}: {error}", attempts, duration, error)
+
+
+def _async_in_sync_run(tool: Tool) -> ToolDefinitionError:
+    return ToolDefinitionError(
+        f"tool {tool.name!r} is async; call it with `await tool.ainvoke(...)` or from an async bot "
+        "(AsyncAgentBot.arun, aexecute_plan)"
+    )
+
+
+def _timed_out(tool: Tool, timeout: float) -> TimeoutError:
+    return TimeoutError(f"tool {tool.name!r} did not finish within {timeout} s")
+
+
+async def _within(awaitable: Any, timeout: float | None, tool: Tool) -> Any:
+    """Await ``awaitable``, cancelling it after ``timeout`` seconds. Unlike ``asyncio.wait_for``, a
+    ``TimeoutError`` raised by the tool itself stays the tool's own error."""
+    if timeout is None:
+        return await awaitable
+    task = asyncio.ensure_future(awaitable)
+    try:
+        done, _ = await asyncio.wait((task,), timeout=timeout)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        raise _timed_out(tool, timeout)
+    return task.result()
+
+
+def _daemon_thread(call: Callable[[], Any], name: str) -> futures.Future[Any]:
+    """Run ``call`` in a new daemon thread, in a copy of the caller's context; its future."""
+    future: futures.Future[Any] = futures.Future()
+    context = contextvars.copy_context()
+
+    def target() -> None:
+        if future.set_running_or_notify_cancel():
+            try:
+                future.set_result(context.run(call))
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+                future.set_exception(exc)
+
+    threading.Thread(target=target, name=f"llamabot-tool-{name}", daemon=True).start()
+    return future
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _tool_threads() -> ThreadPoolExecutor:
+    """The shared pool for sync tools in async runs (the loop's default executor has only cores + 4 threads,
+    too few for ten concurrent runs of a blocking tool on a small machine)."""
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(max_workers=TOOL_THREADS, thread_name_prefix="llamabot-tool")
+    return _pool
