@@ -134,7 +134,8 @@ class DualNode(pocketflow.AsyncNode):
         prep_res = self.prep(shared)
         opened = self._open(shared, prep_res)
         try:
-            action = self.post(shared, prep_res, pocketflow.Node._exec(self, prep_res))
+            exec_res = self.exec(prep_res) if self.max_retries == 1 else pocketflow.Node._exec(self, prep_res)
+            action = self.post(shared, prep_res, exec_res)
         except BaseException as exc:
             close_span(opened, shared, exc)
             raise

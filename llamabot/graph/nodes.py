@@ -8,7 +8,6 @@ Each decision is a ``decision`` span and each tool call a ``tool_call`` span of 
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +22,7 @@ from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import Message, tool_result, user
 from llamabot.models.seam import model_family
 from llamabot.observe.tracing import current_run, current_span
+from llamabot.tools.call import ToolOutcome, tool_call
 from llamabot.tools.tool import DECIDE, Tool
 
 FORCE_MESSAGE = (
@@ -157,12 +157,6 @@ class DecideNode(DualNode):
         return call.name
 
 
-@dataclass(slots=True)
-class ToolOutcome:
-    value: Any = None
-    error: str | None = None
-
-
 class FuncNode(DualNode):
     """Run one ``@tool`` with the arguments the decision node validated; record the result; loop back.
 
@@ -198,24 +192,15 @@ class FuncNode(DualNode):
     def span_attributes(self, prep_res: tuple[PendingCall, dict[str, Any] | None]) -> dict[str, Any]:
         return {"arguments": prep_res[0].arguments}
 
+    # One tool-call logic (tools.call): validation already done by the decision, hidden parameters injected,
+    # the tool's timeout and retry policy applied; on the async path sync tools run in worker threads.
     def exec(self, prep_res: tuple[PendingCall, dict[str, Any] | None]) -> ToolOutcome:
         call, context = prep_res
-        if self.tool.is_async:
-            return ToolOutcome(error=f"tool {self.tool.name!r} is async; run the agent with AsyncAgentBot.arun")
-        try:
-            return ToolOutcome(self.tool.func(**self.tool.inject(call.arguments, context)))
-        except Exception as exc:  # noqa: BLE001 - the model sees the failure as the tool's result
-            return ToolOutcome(error=f"{type(exc).__name__}: {exc}")
+        return run_exchange(tool_call(self.tool, call.arguments, context, validated=True))
 
     async def exec_async(self, prep_res: tuple[PendingCall, dict[str, Any] | None]) -> ToolOutcome:
         call, context = prep_res
-        try:
-            value = self.tool.func(**self.tool.inject(call.arguments, context))
-            if self.tool.is_async:
-                value = await value
-        except Exception as exc:  # noqa: BLE001 - the model sees the failure as the tool's result
-            return ToolOutcome(error=f"{type(exc).__name__}: {exc}")
-        return ToolOutcome(value)
+        return await arun_exchange(tool_call(self.tool, call.arguments, context, validated=True))
 
     def post(self, shared: dict[str, Any], prep_res: tuple[PendingCall, dict[str, Any] | None],
              outcome: ToolOutcome) -> str | None:

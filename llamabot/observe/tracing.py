@@ -183,10 +183,15 @@ def open_span(name: str, kind: str, category: str = "node", state: Any = None, *
     if active is None:
         return None
     context, parent = active
-    current = context.trace.open(name, kind, parent, category, **attributes)
+    trace = context.trace
+    spans = trace.spans
+    current = Span(len(spans), parent.span_id if parent else None, name, kind, time.perf_counter(), None,
+                   attributes, None, category, trace.trace_id)
+    spans.append(current)
     token = _CURRENT.set((context, current))
-    for hook in context.hooks:
-        hook.on_start(current, state)
+    if context.hooks:
+        for hook in context.hooks:
+            hook.on_start(current, state)
     return current, token, context
 
 
@@ -200,8 +205,9 @@ def close_span(opened: OpenSpan | None, state: Any = None, error: BaseException 
     if error is not None:
         current.error = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
     _CURRENT.reset(token)
-    for hook in context.hooks:
-        hook.on_end(current, state)
+    if context.hooks:
+        for hook in context.hooks:
+            hook.on_end(current, state)
 
 
 def emit_token(delta: str) -> None:

@@ -224,3 +224,57 @@ def test_agt_run_080_agent_run_state_is_data_only_and_round_trips_through_json()
     assert len(states) == 4
     for text, _ in states:
         assert dumps_state(loads_state(text)) == text
+
+
+@tool
+def slow_lookup(key: str) -> str:
+    """A blocking lookup (0.2 s).
+
+    Args:
+        key: what to look up.
+    """
+    import time
+
+    time.sleep(0.2)
+    return key.upper()
+
+
+def test_agt_run_090_sync_tools_run_off_the_event_loop_in_async_runs():
+    import time
+
+    def script(request):
+        done = [m for m in request.messages if m["role"] == "tool"]
+        if not done:
+            return tool_call("slow_lookup", key="k")
+        return tool_call("respond_to_user", response=done[-1]["content"])
+
+    bot = AsyncAgentBot(tools=[slow_lookup], model_name=ScriptedModel(responder=script))
+
+    async def ten():
+        return await asyncio.gather(*(bot.arun(f"q{i}") for i in range(10)))
+
+    started = time.perf_counter()
+    answers = asyncio.run(ten())
+    elapsed = time.perf_counter() - started
+    assert answers == ["K"] * 10
+    assert elapsed < 1.0, f"ten concurrent runs of a 0.2 s blocking tool took {elapsed:.2f} s (serialised: 2 s)"
+
+
+def test_agt_run_095_a_tool_timeout_is_shown_to_the_model_as_the_tool_result():
+    @tool(timeout=0.05)
+    def stuck(x: int) -> int:
+        """Never answers in time.
+
+        Args:
+            x: anything.
+        """
+        import time
+
+        time.sleep(0.5)
+        return x
+
+    model = ScriptedModel([tool_call("stuck", x=1), tool_call("respond_to_user", response="gave up")])
+    bot = AgentBot(tools=[stuck], model_name=model)
+    assert bot("q") == "gave up"
+    result = model.requests[1].messages[-1]
+    assert result["role"] == "tool" and result["content"].startswith("Error: TimeoutError")
