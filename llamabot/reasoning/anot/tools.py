@@ -1,9 +1,12 @@
 """Phase 2's tools: ``lwt_list``, ``lwt_insert``, ``lwt_set``, ``read`` and the terminal ``done``.
 
-They are ordinary ``@tool`` functions (immutable descriptions, no state). Each run's own script and data
-reach them through the hidden ``_globals_dict`` parameter: the run passes ``{PHASE2_KEY: Phase2Context(...)}``
-as its ``globals_dict``, so two runs never share a script. A tool that is given a malformed step raises; the
-agent graph shows the error to the model as the tool's result (bounded by ``max_errors``), it does not crash.
+They are ordinary ``@tool`` functions (immutable descriptions, no state), called like every tool through the
+one tool-call logic (:mod:`llamabot.tools.call`, by the agent graph's tool node). Each run's own script and data
+reach them through the hidden ``_globals_dict`` parameter, injected from the run context: the run passes
+``{PHASE2_KEY: Phase2Context(...)}`` as its ``globals_dict``, so two runs never share a script. A tool that is
+given a malformed step raises; the call's outcome carries the error, which the agent graph shows to the model
+as the tool's result (bounded by ``max_errors``), it does not crash. They edit an in-memory script and return
+at once (``blocking=False``), so async runs call them on the event loop, without a worker thread.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ def _context(globals_dict: dict[str, Any] | None) -> Phase2Context:
     return context
 
 
-@tool
+@tool(blocking=False)
 def lwt_list(_globals_dict: dict[str, Any] | None = None) -> str:
     """Show the script, one step per line with its position."""
     context = _context(_globals_dict)
@@ -56,7 +59,7 @@ def lwt_list(_globals_dict: dict[str, Any] | None = None) -> str:
     return listing
 
 
-@tool
+@tool(blocking=False)
 def lwt_insert(idx: int, step: str, _globals_dict: dict[str, Any] | None = None) -> str:
     """Insert a step at position idx (1 = first; past the end appends).
 
@@ -70,7 +73,7 @@ def lwt_insert(idx: int, step: str, _globals_dict: dict[str, Any] | None = None)
     return result
 
 
-@tool
+@tool(blocking=False)
 def lwt_set(idx: int, step: str, _globals_dict: dict[str, Any] | None = None) -> str:
     """Replace step idx with a new step.
 
@@ -84,7 +87,7 @@ def lwt_set(idx: int, step: str, _globals_dict: dict[str, Any] | None = None) ->
     return result
 
 
-@tool
+@tool(blocking=False)
 def read(path: str, _globals_dict: dict[str, Any] | None = None) -> str:
     """Show the data at a path (shortened).
 
@@ -111,7 +114,7 @@ def read(path: str, _globals_dict: dict[str, Any] | None = None) -> str:
     return result
 
 
-@tool(loopback_name=None)
+@tool(loopback_name=None, blocking=False)
 def done(_globals_dict: dict[str, Any] | None = None) -> str:
     """Finish: the script must check every condition and end with (final)."""
     context = _context(_globals_dict)

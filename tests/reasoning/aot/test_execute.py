@@ -22,6 +22,7 @@ from llamabot.reasoning.aot import (
 )
 from llamabot.toolkits.calculator import CALCULATOR_TOOLS
 from llamabot.toolkits.decisions import DECISION_TOOLS
+from llamabot.tools import Retry
 
 TOOLS = {t.tool.name: t.tool for t in CALCULATOR_TOOLS}
 DECISIONS = {t.tool.name: t.tool for t in DECISION_TOOLS}
@@ -232,3 +233,96 @@ async def test_aot_exec_060_async_compensation_order_is_the_reverse_plan_order_w
     with pytest.raises(AtomExecutionError):
         await aexecute_plan(p, tools, compensations={"step": undo.tool})
     assert log == ["undo 2", "undo 1"]  # atom 2 finished first, but plan order decides
+
+
+def test_aot_exec_050_the_tools_own_retry_policy_applies_when_the_plan_sets_none():
+    calls: list[int] = []
+
+    @tool(retry=Retry(attempts=3, backoff_s=0))
+    def flaky(x: int) -> int:
+        """Fails twice, then works."""
+        calls.append(x)
+        if len(calls) < 3:
+            raise ConnectionError("try again")
+        return x
+
+    tools = {"flaky": flaky.tool}
+    data = {"atoms": [{"id": 1, "kind": "tool", "name": "flaky", "input": {"x": 7}}, {"id": 2, "kind": "final", "name": "report", "dependsOn": [1]}]}
+    record = execute_plan(valid(data, tools), tools)
+    assert record.answer == 7 and record.atoms[1].attempts == 3
+    calls.clear()
+    data["atoms"][0]["retries"] = 0  # the atom's own policy wins over the tool's
+    with pytest.raises(AtomExecutionError) as info:
+        execute_plan(valid(data, tools), tools)
+    assert info.value.record.atoms[1].attempts == 1
+
+
+async def test_aot_exec_050_backoff_between_attempts_does_not_block_the_async_path():
+    calls: list[int] = []
+
+    @tool
+    def flaky(x: int) -> int:
+        """Fails twice, then works."""
+        calls.append(x)
+        if len(calls) < 3:
+            raise ConnectionError("try again")
+        return x
+
+    tools = {"flaky": flaky.tool}
+    data = {"atoms": [{"id": 1, "kind": "tool", "name": "flaky", "input": {"x": 7}}, {"id": 2, "kind": "final", "name": "report", "dependsOn": [1]}]}
+    ticks: list[int] = []
+
+    async def ticker() -> None:
+        while True:
+            ticks.append(1)
+            await asyncio.sleep(0.01)
+
+    ticking = asyncio.ensure_future(ticker())
+    try:
+        record = await aexecute_plan(valid(data, tools), tools, retry=RetryPolicy(retries=2, backoff_s=0.1))
+    finally:
+        ticking.cancel()
+    assert record.answer == 7 and record.atoms[1].attempts == 3 and record.atoms[1].duration_s >= 0.2
+    assert len(ticks) >= 10
+
+
+@pytest.mark.parametrize("path", ["sync", "async"])
+def test_aot_exec_090_a_tool_that_exceeds_its_timeout_fails_its_atom(path):
+    @tool(timeout=0.05)
+    def hangs(x: int) -> int:
+        """Blocks far longer than its timeout."""
+        time.sleep(1)
+        return x
+
+    tools = {"hangs": hangs.tool}
+    p = valid({"atoms": [{"id": 1, "kind": "tool", "name": "hangs", "input": {"x": 1}}, {"id": 2, "kind": "final", "name": "report", "dependsOn": [1]}]}, tools)
+    started = time.perf_counter()
+    with pytest.raises(AtomExecutionError) as info:
+        execute_plan(p, tools) if path == "sync" else asyncio.run(aexecute_plan(p, tools))
+    assert time.perf_counter() - started < 0.9
+    assert info.value.cause == "TimeoutError: tool 'hangs' did not finish within 0.05 s"
+
+
+def test_aot_exec_100_an_async_tool_in_the_sync_path_fails_once_pointing_to_aexecute_plan():
+    @tool
+    async def later(x: int) -> int:
+        """Async."""
+        return x
+
+    tools = {"later": later.tool}
+    p = valid({"atoms": [{"id": 1, "kind": "tool", "name": "later", "input": {"x": 1}}, {"id": 2, "kind": "final", "name": "report", "dependsOn": [1]}]}, tools)
+    with pytest.raises(AtomExecutionError) as info:
+        execute_plan(p, tools, retry=RetryPolicy(retries=3))
+    assert "is async" in info.value.cause and "aexecute_plan" in info.value.cause
+    assert info.value.record.atoms[1].attempts == 1
+
+
+def test_aot_exec_110_invalid_resolved_inputs_fail_the_atom_listing_the_problems_without_an_attempt():
+    p = valid({"atoms": [
+        {"id": 1, "kind": "decision", "name": "choose_cheapest", "input": {"options": ["a"], "prices": [1]}},
+        {"id": 2, "kind": "tool", "name": "add", "input": {"a": "<result_of_1>", "b": 1}},
+        {"id": 3, "kind": "final", "name": "report", "dependsOn": [2]},
+    ]})
+    with pytest.raises(AtomExecutionError) as info:
+        execute_plan(p, TOOLS, DECISIONS)
+    assert info.value.cause.startswith("a: ") and info.value.record.atoms[2].attempts == 0

@@ -64,6 +64,23 @@ def test_aot_val_050_cycles_are_found_and_name_their_atoms():
     assert (1, "cycle") in errors_of(plan(tool(1, "add", [1], a=1, b=2), final(2, [1])))  # a self-loop
 
 
+def test_aot_val_050_a_1200_atom_forward_chain_is_checked_without_overflowing_the_stack():
+    """Regression: the recursive cycle search overflowed on a long chain of atoms that depend on later ones."""
+    n = 1200
+    chain = [tool(i, "add", [i + 1] if i < n else [], a=1, b=1) for i in range(1, n + 1)]
+    validated, _ = validate_plan(plan(*chain, final(n + 1, [1])), TOOLS, DECISIONS)
+    assert len(validated.atoms) == n + 1
+    looped = [tool(i, "add", [i + 1] if i < n else [1], a=1, b=1) for i in range(1, n + 1)]
+    cycle = [e for e in errors_of_all(plan(*looped, final(n + 1, [1]))) if e.code == "cycle"]
+    assert len(cycle) == 1 and cycle[0].atom == 1 and "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14" in cycle[0].message
+
+
+def errors_of_all(p: Plan):
+    with pytest.raises(PlanValidationError) as info:
+        validate_plan(p, TOOLS, DECISIONS)
+    return info.value.errors
+
+
 def test_aot_val_060_references_to_missing_or_later_atoms():
     found = errors_of(plan(
         tool(1, "add", a="<result_of_2>", b=1), tool(2, "add", a=1, b="<result_of_7>"),
