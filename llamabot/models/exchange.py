@@ -45,7 +45,7 @@ def run_exchange(exchange: Exchange[T], model: ChatModel | None = None, on_token
             if type(request) is ModelRequest:
                 reply: Any = call_model(_needed(model), request, on_token)
             else:
-                reply = _effect(request).run()
+                reply = _effect(request, "run")()
             request = exchange.send(reply)
     except StopIteration as stop:
         return stop.value
@@ -62,7 +62,7 @@ async def arun_exchange(
             if type(request) is ModelRequest:
                 reply: Any = await acall_model(_needed(model), request, on_token)
             else:
-                reply = await _effect(request).arun()
+                reply = await _effect(request, "arun")()
             request = exchange.send(reply)
     except StopIteration as stop:
         return stop.value
@@ -74,13 +74,15 @@ def _needed(model: ChatModel | None) -> ChatModel:
     return model
 
 
-def _effect(request: Any) -> Effect:
-    if not (hasattr(request, "run") and hasattr(request, "arun")):
+def _effect(request: Any, method: str) -> Any:
+    """The effect's ``run`` or ``arun`` method; a clear error for anything that is not an effect."""
+    try:
+        return getattr(request, method)
+    except AttributeError:
         raise TypeError(
             f"an exchange yielded {type(request).__name__}, which is neither a ModelRequest nor an effect "
             "(an object with run() and async arun())"
-        )
-    return request
+        ) from None
 
 
 __all__ = ["Effect", "Exchange", "arun_exchange", "run_exchange"]

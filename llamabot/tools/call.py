@@ -38,6 +38,9 @@ from llamabot.tools.tool import Tool, as_tool
 #: Worker threads for sync tools in async runs (created on demand): wide, because tools mostly wait on I/O.
 TOOL_THREADS = 32
 
+#: Result types that are never awaitable (skips the awaitable check for the usual tool results).
+_PLAIN = frozenset({str, int, float, bool, type(None), dict, list, tuple})
+
 #: What one attempt gives back: ``(value, None)`` or ``(None, the exception that ended it)``.
 Attempted = tuple[Any, "Exception | None"]
 
@@ -96,7 +99,7 @@ class ToolAttempt:
                 value = future.result()
         except Exception as exc:  # noqa: BLE001 - the outcome carries it
             return None, exc
-        if inspect.isawaitable(value):  # a sync function that returned a coroutine: it cannot run here
+        if type(value) not in _PLAIN and inspect.isawaitable(value):  # a coroutine from a sync function
             getattr(value, "close", lambda: None)()  # close it: no "coroutine was never awaited" warning
             return None, _async_in_sync_run(tool)
         return value, None
@@ -110,7 +113,7 @@ class ToolAttempt:
                 value = tool.func(**self.kwargs)
             else:
                 value = await _within(self._threaded(), self.timeout, tool)
-            if inspect.isawaitable(value):  # a sync function that returned an awaitable
+            if type(value) not in _PLAIN and inspect.isawaitable(value):  # a sync function that returned one
                 value = await value
         except Exception as exc:  # noqa: BLE001 - the outcome carries it
             return None, exc
