@@ -26,6 +26,11 @@ def node_label(node: Any) -> str:
     return getattr(node, "name", None) or type(node).__name__
 
 
+def next_node(current: Any, action: str | None) -> Any:
+    """The node ``current`` hands over to for ``action`` (``None``: the flow ends), with strict routing."""
+    return _strict_next(current, action)
+
+
 def _strict_next(current: Any, action: str | None) -> Any:
     following = current.successors.get(action or "default")
     if following is None:
@@ -57,9 +62,13 @@ class Flow(pocketflow.Flow):
     def get_next_node(self, curr: Any, action: str | None) -> Any:
         return _strict_next(curr, action)
 
-    def _orch(self, shared: dict[str, Any], params: dict[str, Any] | None = None) -> Any:
+    def run_from(self, node: Any, shared: dict[str, Any]) -> Any:
+        """Walk the graph from ``node`` (e.g. the node after a checkpoint) instead of the start node."""
+        return self._orch(shared, start=node)
+
+    def _orch(self, shared: dict[str, Any], params: dict[str, Any] | None = None, start: Any = None) -> Any:
         params = params or {**self.params}
-        current, action = self.start_node, None
+        current, action = start or self.start_node, None
         while current is not None:
             current = _visit(current, params)
             action = current._run(shared)
@@ -77,9 +86,14 @@ class AsyncFlow(pocketflow.AsyncFlow):
     def get_next_node(self, curr: Any, action: str | None) -> Any:
         return _strict_next(curr, action)
 
-    async def _orch_async(self, shared: dict[str, Any], params: dict[str, Any] | None = None) -> Any:
+    async def run_from_async(self, node: Any, shared: dict[str, Any]) -> Any:
+        """Walk the graph from ``node`` (e.g. the node after a checkpoint) instead of the start node."""
+        return await self._orch_async(shared, start=node)
+
+    async def _orch_async(self, shared: dict[str, Any], params: dict[str, Any] | None = None,
+                          start: Any = None) -> Any:
         params = params or {**self.params}
-        current, action = self.start_node, None
+        current, action = start or self.start_node, None
         while current is not None:
             current = _visit(current, params)
             if isinstance(current, pocketflow.AsyncNode):

@@ -19,8 +19,10 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from llamabot.graph.flow import AsyncFlow, Flow
-from llamabot.graph.mermaid import MermaidDiagram, to_mermaid
+from llamabot.graph.checkpoint import Checkpoint, CheckpointHook
+from llamabot.graph.codec import loads_state
+from llamabot.graph.flow import AsyncFlow, Flow, GraphRoutingError, next_node, node_label
+from llamabot.graph.mermaid import MermaidDiagram, to_mermaid, walk
 from llamabot.observe.events import EventHook, RunEvent
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, run
@@ -70,12 +72,13 @@ class GraphBot:
 
     @contextmanager
     def _run(self, query: Any, options: dict[str, Any], hooks: Iterable[RunHooks], trace: Trace | None,
-             outcome: list[Any]) -> Iterator[dict[str, Any]]:
+             outcome: list[Any], restored: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        attributes = self.run_attributes(query) if restored is None else {"resumed": True}
         scope = run(type(self).__name__, hooks=(*self.hooks, *hooks), values=self.run_values(options), trace=trace,
-                    **self.run_attributes(query))
+                    **attributes)
         with scope as trace:
             self.last_trace = trace
-            state = self.new_state(query, trace, options)
+            state = self.new_state(query, trace, options) if restored is None else restored
             try:
                 yield state
             except BaseException as exc:
@@ -130,6 +133,48 @@ class GraphBot:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+
+    # -- checkpoints: continue a run from a node boundary ------------------------------------------------
+
+    #: Classes the state codec may revive besides ``llamabot``'s own (e.g. models built at run time).
+    state_classes: tuple[type, ...] = ()
+
+    def checkpoints(self, save: Any) -> CheckpointHook:
+        """A hook that passes a :class:`Checkpoint` to ``save`` at every node boundary of a run of this bot:
+        ``bot.run_sync(q, hooks=[bot.checkpoints(saved.append)])``."""
+        return CheckpointHook(save, self.state_classes)
+
+    def node_named(self, name: str) -> Any:
+        """The node of this bot's graph whose steps are recorded under ``name`` (a checkpoint's ``node``)."""
+        found = [n for n in walk(self.flow.start_node) if (getattr(n, "span_name", None) or node_label(n)) == name]
+        if len(found) != 1:
+            raise GraphRoutingError(f"{type(self).__name__} has {len(found)} nodes named {name!r}; cannot resume there")
+        return found[0]
+
+    def _restore(self, checkpoint: Checkpoint | str) -> tuple[dict[str, Any], Any]:
+        if isinstance(checkpoint, str):
+            checkpoint = Checkpoint.from_json(checkpoint)
+        state = loads_state(checkpoint.state, allowed=self.state_classes)
+        return state, next_node(self.node_named(checkpoint.node), checkpoint.action)
+
+    def resume(self, checkpoint: Checkpoint | str, *, hooks: Iterable[RunHooks] = (), **options: Any) -> Any:
+        """Continue a run from ``checkpoint`` (or its JSON) and return its result; ``options`` give the live
+        values again (e.g. ``globals_dict``)."""
+        state, following = self._restore(checkpoint)
+        outcome: list[Any] = []
+        with self._run(None, options, hooks, None, outcome, restored=state):
+            if following is not None:
+                self.flows(options)[0].run_from(following, state)
+        return outcome[0]
+
+    async def aresume(self, checkpoint: Checkpoint | str, *, hooks: Iterable[RunHooks] = (), **options: Any) -> Any:
+        """Async twin of :meth:`resume`."""
+        state, following = self._restore(checkpoint)
+        outcome: list[Any] = []
+        with self._run(None, options, hooks, None, outcome, restored=state):
+            if following is not None:
+                await self.flows(options)[1].run_from_async(following, state)
+        return outcome[0]
 
     # -- looking at it ----------------------------------------------------------------------------------
 

@@ -7,7 +7,8 @@ from typing import Any
 from llamabot.graph.flow import node_label
 
 
-def _walk(start: Any) -> list[Any]:
+def walk(start: Any) -> list[Any]:
+    """Every node reachable from ``start`` (breadth first), each once."""
     seen: dict[int, Any] = {}
     stack = [start]
     while stack:
@@ -31,7 +32,7 @@ def to_mermaid(flow: Any, direction: str = "LR") -> str:
     node is styled ``start``. A sub-flow used as a node is drawn as one node.
     """
     start = getattr(flow, "start_node", flow)
-    nodes = _walk(start)
+    nodes = walk(start)
     ids = {id(node): f"n{index}" for index, node in enumerate(nodes)}
     lines = [f"flowchart {direction}"]
     for node in nodes:
