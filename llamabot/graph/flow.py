@@ -136,54 +136,52 @@ class DualNode(pocketflow.AsyncNode):
         :class:`AsyncFlow` (override it to await a model or an async tool)."""
         return _Immediate(self.exec(prep_res))
 
-    def _step(self, shared: Any, prep_res: Any) -> _NodeStep:
+    def _open(self, shared: Any, prep_res: Any) -> OpenSpan | None:
         if self.span_kind is None:
-            return _NodeStep(None, shared)
+            return None
         attributes = self.span_attributes(prep_res)
         if attributes is None:  # this step records no span (e.g. a decision that only pops a queued call)
-            return _NodeStep(None, shared)
-        name = self.span_name or node_label(self)
-        return _NodeStep(open_span(name, self.span_kind, self.span_category, shared, **attributes), shared)
+            return None
+        return open_span(self.span_name or node_label(self), self.span_kind, self.span_category, shared,
+                         **attributes)
+
+    def _finish(self, shared: Any, prep_res: Any, exec_res: Any, opened: OpenSpan | None) -> Any:
+        """``post``, then close the step's span with the chosen action (or the error)."""
+        try:
+            action = self.post(shared, prep_res, exec_res)
+        except BaseException as exc:
+            close_span(opened, shared, exc)
+            raise
+        if opened is not None:
+            opened[0].attributes["action"] = action
+            close_span(opened, shared)
+        return action
 
     def _run(self, shared: dict[str, Any]) -> Any:  # the sync path, as pocketflow.Node._run
         prep_res = self.prep(shared)
-        with self._step(shared, prep_res) as step:
+        opened = self._open(shared, prep_res)
+        try:
             exec_res = self.exec(prep_res) if self.max_retries == 1 else pocketflow.Node._exec(self, prep_res)
-            step.action = self.post(shared, prep_res, exec_res)
-        return step.action
+        except BaseException as exc:
+            close_span(opened, shared, exc)
+            raise
+        return self._finish(shared, prep_res, exec_res, opened)
 
     async def _run_async(self, shared: dict[str, Any]) -> Any:  # the async path, without pocketflow's extra layers
         prep_res = self.prep(shared)
-        with self._step(shared, prep_res) as step:
+        opened = self._open(shared, prep_res)
+        try:
             exec_res = await (self.exec_async(prep_res) if self.max_retries == 1 else self._exec(prep_res))
-            step.action = self.post(shared, prep_res, exec_res)
-        return step.action
+        except BaseException as exc:
+            close_span(opened, shared, exc)
+            raise
+        return self._finish(shared, prep_res, exec_res, opened)
 
     async def prep_async(self, shared: dict[str, Any]) -> Any:
         return self.prep(shared)
 
     async def post_async(self, shared: dict[str, Any], prep_res: Any, exec_res: Any) -> Any:
         return self.post(shared, prep_res, exec_res)
-
-
-class _NodeStep:
-    """One node step's span: closed after ``post`` with the chosen ``action``, or with the error that ended it."""
-
-    __slots__ = ("opened", "shared", "action")
-
-    def __init__(self, opened: OpenSpan | None, shared: Any):
-        self.opened, self.shared, self.action = opened, shared, None
-
-    def __enter__(self) -> _NodeStep:
-        return self
-
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        opened = self.opened
-        if opened is None:
-            return
-        if exc is None:
-            opened[0].attributes["action"] = self.action
-        close_span(opened, self.shared, exc)
 
 
 class _Immediate:

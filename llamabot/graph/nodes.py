@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from loguru import logger
-
 from llamabot.bot.toolbot import ToolBot, ToolBotReply
 from llamabot.errors import LlamabotError
 from llamabot.graph.agent_state import PendingCall, answer_open_calls, conversation_window
@@ -21,7 +19,7 @@ from llamabot.graph.flow import DualNode
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import Message, tool_result, user
 from llamabot.models.seam import model_family
-from llamabot.observe.tracing import current_run, current_span
+from llamabot.observe.tracing import current_run, current_span, log_debug
 from llamabot.tools.call import ToolOutcome, tool_call
 from llamabot.tools.tool import DECIDE, Tool
 
@@ -126,8 +124,8 @@ class DecideNode(DualNode):
                 attributes["iteration"] = shared["iteration_count"]
                 if decision.errors:
                     attributes["errors"] = decision.errors
-            logger.debug("decision {}: calls {} errors {}", shared["iteration_count"],
-                         [c.name for c in decision.calls], decision.errors)
+            log_debug("decision {}: calls {} errors {}", shared["iteration_count"],
+                      [c.name for c in decision.calls], decision.errors)
             if inp.force:  # only a terminal tool may run now (respond_to_user was asked for; any terminal ends)
                 tools = self.toolbot.tools
                 refused = [c for c in decision.calls if c.name not in tools or not tools[c.name].is_terminal]
@@ -208,7 +206,7 @@ class FuncNode(DualNode):
         opened = current_span()
         memory = shared["memory"]
         if outcome.error is not None:
-            logger.debug("tool {} failed: {}", call.name, outcome.error)
+            log_debug("tool {} failed: {}", call.name, outcome.error)
             if opened is not None:
                 opened.error = outcome.error
             if not call.synthetic:
@@ -221,7 +219,7 @@ class FuncNode(DualNode):
                 answer_open_calls(memory, shared["_run_start"], f"Not run: the run failed after {call.name}.")
                 raise ToolExecutionError(call.name, call.arguments, outcome.error)
             return self.tool.loopback_name or DECIDE  # terminal tools have a DECIDE edge for this case
-        logger.debug("tool {} returned {!r}", call.name, outcome.value)
+        log_debug("tool {} returned {!r}", call.name, outcome.value)
         if opened is not None:
             opened.attributes["result"] = outcome.value
         if not call.synthetic:

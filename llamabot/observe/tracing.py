@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loguru import logger
+
 from llamabot.observe.hooks import RunHooks
 
 @dataclass(slots=True)
@@ -147,6 +149,8 @@ class RunContext:
     trace: Trace
     hooks: tuple[RunHooks, ...] = ()
     values: dict[str, Any] = field(default_factory=dict)
+    log: bool = True  # the library's debug log is on for this run (decided once, at its start)
+    tokens: bool = False  # some hook listens to token deltas
 
 
 _CURRENT: ContextVar[tuple[RunContext, Span | None] | None] = ContextVar("llamabot_run", default=None)
@@ -223,8 +227,27 @@ def emit_token(delta: str) -> None:
 def wants_tokens() -> bool:
     """Whether any hook of the active run listens to token deltas (so models stream only when useful)."""
     active = _CURRENT.get()
-    return active is not None and any(type(h).on_token is not RunHooks.on_token or "on_token" in getattr(h, "__dict__", ())
-                                      for h in active[0].hooks)
+    return active is not None and active[0].tokens
+
+
+def _listens_to_tokens(hooks: tuple[RunHooks, ...]) -> bool:
+    return any(type(h).on_token is not RunHooks.on_token or "on_token" in getattr(h, "__dict__", ()) for h in hooks)
+
+
+def _log_start(name: str, trace_id: str) -> bool:
+    """Log the start of a run at debug level; whether the library's log is on (loguru evaluates lazy arguments
+    only for a record it emits), so the steps of the run skip their log calls when it is off."""
+    emitted: list[bool] = []
+    logger.opt(lazy=True).debug("run {} started (trace {})", lambda: emitted.append(True) or name, lambda: trace_id)
+    return bool(emitted)
+
+
+def log_debug(message: str, *args: Any) -> None:
+    """Log a debug line of the library for its caller, unless the active run started with the log off (cheap:
+    one context-variable read when off)."""
+    active = _CURRENT.get()
+    if active is None or active[0].log:
+        logger.opt(depth=1).debug(message, *args)
 
 
 @contextmanager
@@ -246,7 +269,8 @@ def activate(span: Span) -> Iterator[Span]:
 def capture(trace: Trace | None = None, hooks: Iterable[RunHooks] = ()) -> Iterator[Trace]:
     """Record every span started inside the block into ``trace`` (a new one by default), telling ``hooks``."""
     trace = trace or Trace()
-    token = _CURRENT.set((RunContext(trace, tuple(hooks)), None))
+    hooks = tuple(hooks)
+    token = _CURRENT.set((RunContext(trace, hooks, tokens=_listens_to_tokens(hooks)), None))
     try:
         yield trace
     finally:
@@ -291,7 +315,8 @@ class run:  # noqa: N801 - used like a function: `with run("AgentBot") as trace:
             trace = outer.trace
         else:
             parent, hooks, trace = None, tuple(self.hooks), self.trace or Trace()
-        self.context = RunContext(trace, hooks, self.values if self.values is not None else {})
+        self.context = RunContext(trace, hooks, self.values if self.values is not None else {},
+                                  _log_start(self.name, trace.trace_id), _listens_to_tokens(hooks))
         self.span = trace.open(self.name, "run", parent, "run", **self.attributes)
         self.token = _CURRENT.set((self.context, self.span))
         for hook in hooks:

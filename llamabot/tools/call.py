@@ -71,19 +71,31 @@ class ToolOutcome:
         return self.value
 
 
-@dataclass(frozen=True, slots=True)
 class ToolAttempt:
     """Effect: run ``tool.func(**kwargs)`` once, within ``timeout`` seconds if one is set.
 
     ``executor`` runs sync tools in async runs when there is no timeout (default: a shared pool of
     :data:`TOOL_THREADS` threads); with a timeout, a daemon thread per attempt (so a hung tool never blocks the
     interpreter's exit). Returns :data:`Attempted`; exceptions of the tool are returned, not raised.
+    A plain slotted class, not a frozen dataclass: it is made once per tool call, on the agent's hot path.
     """
 
-    tool: Tool
-    kwargs: dict[str, Any]
-    timeout: float | None = None
-    executor: Executor | None = None
+    __slots__ = ("tool", "kwargs", "timeout", "executor")
+
+    def __init__(self, tool: Tool, kwargs: dict[str, Any], timeout: float | None = None,
+                 executor: Executor | None = None):
+        self.tool, self.kwargs, self.timeout, self.executor = tool, kwargs, timeout, executor
+
+    def __repr__(self) -> str:
+        return f"ToolAttempt(tool={self.tool.name!r}, kwargs={self.kwargs!r}, timeout={self.timeout!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not ToolAttempt:
+            return NotImplemented
+        return (self.tool, self.kwargs, self.timeout, self.executor) == (
+            other.tool, other.kwargs, other.timeout, other.executor)
+
+    __hash__ = None  # type: ignore[assignment]  # kwargs is a dict
 
     def run(self) -> Attempted:
         tool = self.tool
