@@ -70,13 +70,13 @@ if TYPE_CHECKING:
     from llamabot.bot.structuredbot import AsyncStructuredBot, StructuredBot
     from llamabot.bot.toolbot import AsyncToolBot, ToolBot
     from llamabot.graph.graphbot import GraphBot
-    from llamabot.observe.events import RunEvent
-    from llamabot.observe.hooks import RunHooks
     from llamabot.graph.mermaid import to_mermaid
     from llamabot.models.scripted import ScriptedModel
     from llamabot.models.seam import default_model_name, get_model
-    from llamabot.tools import DEFAULT_TOOLS, Tool, tool
+    from llamabot.observe.events import RunEvent
+    from llamabot.observe.hooks import RunHooks
     from llamabot.observe.tracing import Trace
+    from llamabot.tools import DEFAULT_TOOLS, Tool, tool
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals(), __all__)

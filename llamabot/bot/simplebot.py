@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.errors import ModelCallError
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import AIMessage, system, to_messages
 from llamabot.models.reply import ModelRequest
 from llamabot.models.seam import ChatModel, TokenCallback, get_model

@@ -12,11 +12,12 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from llamabot.models.exchange import Exchange
 from llamabot.bot.simplebot import AsyncSimpleBot, SimpleBot
 from llamabot.errors import StructuredOutputError
+from llamabot.models.exchange import Exchange
 from llamabot.models.messages import assistant, to_messages, user
 from llamabot.models.seam import ChatModel
+from llamabot.observe.tracing import log_debug
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -84,6 +85,8 @@ class StructuredBot(SimpleBot, Generic[M]):
                 return parse_structured(self.pydantic_model, raw)
             except (ValidationError, ValueError) as exc:
                 errors = _errors_of(exc)
+            log_debug("{}: invalid structured output (attempt {} of {}): {}", self.pydantic_model.__name__,
+                      _attempt + 1, self.max_repairs + 1, "; ".join(errors))
             conversation = [
                 *conversation,
                 assistant(raw or ""),

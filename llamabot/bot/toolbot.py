@@ -18,14 +18,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.errors import ToolArgumentsError
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import Message, assistant, system, to_messages
 from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
 from llamabot.models.seam import ChatModel, get_model, model_family
 from llamabot.models.tool_call_text import extract_tool_calls
-from llamabot.tools.tool import Tool, as_tool
 from llamabot.observe.tracing import Trace, run
+from llamabot.tools.tool import Tool, as_tool
 
 OLLAMA_TOOL_REMINDER = (
     "\n\nYou must answer by calling exactly one of the provided tools, with arguments that match its schema."

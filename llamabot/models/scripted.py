@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Union
 
 from llamabot.errors import ScriptedModelExhausted
-from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
 from llamabot.models.messages import check_tool_call_answers
+from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
 from llamabot.models.seam import TokenCallback
 
 Responder = Callable[[ModelRequest], Any]

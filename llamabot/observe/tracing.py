@@ -24,6 +24,7 @@ from loguru import logger
 
 from llamabot.observe.hooks import RunHooks
 
+
 @dataclass(slots=True)
 class Span:
     """One timed step of a run. ``category``: ``run``, ``node``, ``model_call`` or ``tool_call`` (what the hooks

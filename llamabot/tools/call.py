@@ -32,6 +32,7 @@ from typing import Any
 
 from llamabot.errors import ToolArgumentsError, ToolDefinitionError
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
+from llamabot.observe.tracing import log_debug
 from llamabot.tools.retry import Retry
 from llamabot.tools.tool import Tool, as_tool
 
@@ -187,7 +188,9 @@ def tool_call(
             return _outcome(value, error, attempts, started)
         wait = state.after(error)
         if wait is None:
+            log_debug("tool {} gave up after {} attempts: {!r}", tool.name, attempts, error)
             return _outcome(None, error, attempts, started)
+        log_debug("tool {} attempt {} failed ({!r}); retrying in {:.3f} s", tool.name, attempts, error, wait)
         if wait > 0:
             yield Sleep(wait)
 

@@ -11,8 +11,8 @@ from llamabot import AgentBot, AsyncAgentBot, ScriptedModel
 from llamabot.cli import app
 from llamabot.models.scripted import tool_call
 from llamabot.models.scripted_provider import register_scripted_provider
-from llamabot.toolkits.calculator import add, divide, multiply
 from llamabot.observe.tracing import Trace
+from llamabot.toolkits.calculator import add, divide, multiply
 
 
 def run_calculation(model=None):

@@ -9,9 +9,9 @@ import pytest
 from pydantic import BaseModel
 
 from llamabot import AsyncSimpleBot, AsyncStructuredBot, AsyncToolBot, SimpleBot, StructuredBot, ToolBot, tool
-from llamabot.models.exchange import run_exchange
 from llamabot.bot.toolbot import OLLAMA_TOOL_REMINDER
 from llamabot.errors import ModelCallError, StructuredOutputError
+from llamabot.models.exchange import run_exchange
 from llamabot.models.messages import tool_result
 from llamabot.models.scripted import (
     ScriptedModel,

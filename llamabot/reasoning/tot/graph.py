@@ -15,14 +15,14 @@ from typing import Any
 
 from llamabot.graph.graphbot import GraphBot
 from llamabot.models.seam import ChatModel, TokenCallback, get_model
+from llamabot.observe.hooks import CallbackHook, RunHooks
+from llamabot.observe.tracing import Trace
 from llamabot.reasoning.tot.machine import ToTMachine, new_machine, path_texts
 from llamabot.reasoning.tot.messages import Start
 from llamabot.reasoning.tot.nodes import ExpandNode, GoalTest, ThoughtCallNode
 from llamabot.reasoning.tot.options import ToTOptions, with_options
 from llamabot.reasoning.tot.prompts import ToTPrompts
 from llamabot.reasoning.tot.result import ToTResult, build_result
-from llamabot.observe.hooks import CallbackHook, RunHooks
-from llamabot.observe.tracing import Trace
 
 _OPTION_NAMES = frozenset(f.name for f in fields(ToTOptions))
 

@@ -26,10 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.graph.flow import DualNode
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.reply import ModelRequest
 from llamabot.models.seam import ChatModel, TokenCallback
+from llamabot.observe.tracing import current_run
 from llamabot.reasoning.tot.machine import Env, Status, ToTError, update
 from llamabot.reasoning.tot.messages import (
     LLMPartial,
@@ -40,7 +41,6 @@ from llamabot.reasoning.tot.messages import (
     phase_of,
 )
 from llamabot.reasoning.tot.prompts import ToTPrompts
-from llamabot.observe.tracing import current_run
 
 GoalTest = Callable[[str, tuple[str, ...]], bool]
 
