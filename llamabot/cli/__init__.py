@@ -98,6 +98,36 @@ def trace_tree(trace):  # noqa: ANN001, ANN201 - rich types stay out of the impo
     return root
 
 
+def step_printer():  # noqa: ANN201 - rich and the hook base load with the command
+    """A lifecycle hook that prints each decision and tool call of the outermost run to stderr as it happens
+    (the embedded model can take many seconds per decision: show that it is working)."""
+    from llamabot.observe.hooks import RunHooks
+
+    class StepPrinter(RunHooks):
+        def __init__(self) -> None:
+            self.depth = 0
+
+        def on_run_start(self, span, state) -> None:  # noqa: ANN001
+            self.depth += 1
+
+        def on_run_end(self, span, state) -> None:  # noqa: ANN001
+            self.depth -= 1
+
+        def on_node_start(self, span, state) -> None:  # noqa: ANN001
+            if self.depth == 1 and span.kind == "decision":
+                err_console.print("[dim]thinking...[/dim]", highlight=False)
+
+        def on_tool_call_end(self, span, state) -> None:  # noqa: ANN001
+            if self.depth != 1:
+                return
+            arguments = ", ".join(f"{k}={v!r}" for k, v in (span.attributes.get("arguments") or {}).items())
+            outcome = f"[red]{span.error}[/red]" if span.error else repr(span.attributes.get("result"))
+            err_console.print(f"  {span.name}({arguments}) -> {outcome}  [dim]{span.duration_s or 0:.2f} s[/dim]",
+                              highlight=False)
+
+    return StepPrinter()
+
+
 @app.command()
 def agent(
     question: str = typer.Argument(..., help="What to ask the agent."),
@@ -107,14 +137,17 @@ def agent(
     ),
     max_iterations: int = typer.Option(8, help="Model decisions before the agent must answer."),
     show_trace: bool = typer.Option(False, "--trace", help="Show the run's trace as a tree."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not show the steps as they happen (stderr)."),
 ) -> None:
-    """Answer a question with the reference agent graph (tools + the embedded model by default)."""
+    """Answer a question with the reference agent graph (tools + the embedded model by default); each decision
+    and tool call is shown on stderr as it happens."""
     from llamabot.agents.agentbot import AgentBot
     from llamabot.errors import LlamabotError
 
     tools = load_cli_tools(tool_specs or ["llamabot.toolkits.calculator:CALCULATOR_TOOLS"])
     try:
-        bot = AgentBot(tools=tools, model_name=model, max_iterations=max_iterations)
+        bot = AgentBot(tools=tools, model_name=model, max_iterations=max_iterations,
+                       hooks=() if quiet else (step_printer(),))
         answer = bot(question)
     except (LlamabotError, ValueError, RuntimeError) as exc:
         err_console.print(f"[red]error:[/red] {exc}")

@@ -148,3 +148,18 @@ def test_agt_obs_040_the_scripted_provider_never_replaces_someone_elses_provider
     with pytest.raises(ValueError, match="already registered by someone else"):
         register_scripted_provider(ScriptedModel(), prefix="theirs")
     litellm.custom_provider_map = [e for e in litellm.custom_provider_map if e["provider"] != "theirs"]
+
+
+def test_agt_cli_040_agent_command_shows_each_tool_call_as_it_happens_unless_quiet():
+    def script():
+        return ScriptedModel([tool_call("multiply", a=23, b=19), tool_call("respond_to_user", response="437")])
+
+    name = register_scripted_provider(script(), prefix="scripted-cli-steps")
+    result = CliRunner().invoke(app, ["agent", "q", "--model", name, "--tool", "llamabot.toolkits.calculator:multiply"],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "multiply(a=23.0, b=19.0) -> 437.0" in result.output and "thinking..." in result.output
+    quiet_name = register_scripted_provider(script(), prefix="scripted-cli-quiet")
+    quiet = CliRunner().invoke(app, ["agent", "q", "--quiet", "--model", quiet_name, "--tool",
+                                     "llamabot.toolkits.calculator:multiply"])
+    assert quiet.exit_code == 0 and "multiply(" not in quiet.output and quiet.output.strip() == "437"
