@@ -20,8 +20,20 @@ def walk(start: Any) -> list[Any]:
     return list(seen.values())
 
 
-def _escape(text: str) -> str:
-    return text.replace('"', "#quot;")
+_ENTITIES = (("&", "#amp;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("[", "#91;"), ("]", "#93;"),
+             ("{", "#123;"), ("}", "#125;"), ("|", "#124;"))
+
+
+def escape_label(text: object, limit: int | None = None) -> str:
+    """``text`` as a mermaid label: whitespace collapsed to single spaces, shortened to ``limit`` characters
+    (ending in "…"), and every character mermaid would read as syntax written as an entity. The one escape every
+    diagram of the project uses (graphs, AoT plans, ToT trees, LWT scripts)."""
+    text = " ".join(str(text).split())
+    if limit is not None and len(text) > limit:
+        text = text[: max(limit - 1, 0)] + "…"
+    for raw, code in _ENTITIES:
+        text = text.replace(raw, code)
+    return text
 
 
 def to_mermaid(flow: Any, direction: str = "LR") -> str:
@@ -36,14 +48,14 @@ def to_mermaid(flow: Any, direction: str = "LR") -> str:
     ids = {id(node): f"n{index}" for index, node in enumerate(nodes)}
     lines = [f"flowchart {direction}"]
     for node in nodes:
-        label = _escape(node_label(node))
+        label = escape_label(node_label(node))
         if getattr(node, "terminal", False):
             lines.append(f'    {ids[id(node)]}(["{label}"]):::terminal')
         else:
             lines.append(f'    {ids[id(node)]}["{label}"]')
     for node in nodes:
         for action, target in node.successors.items():
-            lines.append(f'    {ids[id(node)]} -->|"{_escape(action)}"| {ids[id(target)]}')
+            lines.append(f'    {ids[id(node)]} -->|"{escape_label(action)}"| {ids[id(target)]}')
     lines.append(f"    class {ids[id(start)]} start")
     lines.append("    classDef terminal fill:#e8f5e9,stroke:#2e7d32,stroke-width:2px")
     lines.append("    classDef start fill:#e3f2fd,stroke:#1565c0,stroke-width:2px")

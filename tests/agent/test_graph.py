@@ -155,3 +155,11 @@ async def test_agt_graph_050_flows_leave_a_dual_nodes_own_params_alone_and_give_
             flow.run(shared)
         assert shared == {"dual": {"max_tokens": 40}, "plain": {"run": 1}}
         assert own.params == {"max_tokens": 40} and plain.params == {}  # the plain node ran as a copy
+
+
+def test_agt_viz_020_one_escape_makes_any_text_a_safe_mermaid_label():
+    from llamabot.graph.mermaid import escape_label
+
+    assert escape_label('say "hi" [now] {x} | a<b & c>d') == (
+        "say #quot;hi#quot; #91;now#93; #123;x#125; #124; a#lt;b #amp; c#gt;d")
+    assert escape_label("one\n  two\tthree", limit=8) == "one two…"

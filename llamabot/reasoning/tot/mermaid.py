@@ -7,17 +7,8 @@ are dashed; nodes still on the frontier are styled ``frontier``.
 
 from __future__ import annotations
 
-from llamabot.graph.mermaid import MermaidDiagram
+from llamabot.graph.mermaid import MermaidDiagram, escape_label
 from llamabot.reasoning.tot.machine import ToTMachine
-
-
-def _label(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    for raw, code in (("&", "#amp;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;")):
-        text = text.replace(raw, code)
-    return text
 
 
 def tree_to_mermaid(machine: ToTMachine, direction: str = "TD", max_label: int = 60) -> MermaidDiagram:
@@ -27,10 +18,10 @@ def tree_to_mermaid(machine: ToTMachine, direction: str = "TD", max_label: int =
     lines = [f"flowchart {direction}"]
     for node in machine.nodes.values():
         if node.parent_id is None:
-            lines.append(f'    {ids[node.id]}["{_label(node.content, max_label)}"]')
+            lines.append(f'    {ids[node.id]}["{escape_label(node.content, max_label)}"]')
             continue
         score = "?" if node.score is None else f"{node.score:.2f}"
-        lines.append(f'    {ids[node.id]}["{_label(node.content, max_label)}<br/>score {score}"]')
+        lines.append(f'    {ids[node.id]}["{escape_label(node.content, max_label)}<br/>score {score}"]')
     solution_edges = []
     edge_index = 0
     for node in machine.nodes.values():
