@@ -1,14 +1,25 @@
 """Plan execution: deterministic, usable without any LLM.
 
 Atoms run in topological layers (ordered by id within a layer); in the async path the atoms of a layer run
-concurrently. References resolve from the results so far. Every atom's inputs, result, attempts and duration
-are recorded. On failure execution stops at the failing atom with :class:`AtomExecutionError` (naming the atom,
-the tool, the resolved inputs and the cause); completed atoms whose tool declares a compensating tool are
-compensated in reverse order; nothing computed is lost: the partial record is on the error.
+concurrently. References resolve from the results of earlier layers. Every atom's inputs, result, attempts and
+duration are recorded. On failure execution stops at the failing atom with :class:`AtomExecutionError` (naming
+the atom, the tool, the resolved inputs and the cause); completed atoms whose tool declares a compensating tool
+are compensated in reverse plan order; nothing computed is lost: the partial record is on the error.
 
-Sync and async share :class:`_Run` (layers, resolution, recording, compensation) and one exchange per atom
-(:func:`_atom`), which calls its tool through the one tool-call logic (:func:`llamabot.tools.call.tool_call`:
-validation, the retry policy, timeouts); only the driver differs (``run_exchange`` / ``arun_exchange``).
+One implementation, in steps that the graph (``graph.py``: ``LayerNode``, ``CompensateNode``, ``ReportNode``)
+and :func:`execute_plan` / :func:`aexecute_plan` share:
+
+- :func:`run_atom` / :func:`arun_atom`: one atom, as ``FuncNode`` runs a tool: its tool is called through the one
+  tool-call logic (:func:`llamabot.tools.call.tool_call`: validation, the retry policy, timeouts; sync tools in
+  worker threads on the async path) driven by ``run_exchange`` / ``arun_exchange``, inside a ``tool_call`` span
+  of kind ``atom`` (arguments: the resolved inputs) that the run's hooks see start and end as it happens.
+- :func:`run_layer` / :func:`arun_layer`: the atoms of one layer (in order, stopping at the first failure / all
+  at once under ``asyncio.gather``); they return new atom records and change nothing.
+- :func:`apply_layer`, :func:`compensation_calls`, :func:`run_compensations` / :func:`arun_compensations`,
+  :func:`apply_compensations`, :func:`finish`, :func:`execution_error`: the rest, on an :class:`ExecutionRecord`.
+
+The execution's state is the :class:`ExecutionRecord` (data only: it round-trips through the state codec) and
+the index of the next layer; the tools (:class:`AtomTools`) are configuration, never state.
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ import asyncio
 import dataclasses
 import json
 import time
+import weakref
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +37,8 @@ from typing import Any, Literal
 from llamabot.errors import DependencyCycleError, LlamabotError, ToolArgumentsError
 from llamabot.graph.layers import topological_layers
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
-from llamabot.reasoning.aot.plan import Atom, Plan, resolve
+from llamabot.observe.tracing import Span, span
+from llamabot.reasoning.aot.plan import Atom, Plan, references, resolve
 from llamabot.tools.call import ToolOutcome, tool_call
 from llamabot.tools.retry import Retry
 from llamabot.tools.tool import Tool
@@ -164,74 +177,311 @@ def final_answer(atom: Atom, results: dict[int, Any]) -> Any:
     return {dep: results[dep] for dep in atom.depends_on}
 
 
-@dataclass
-class _Run:
-    """The state of one execution, shared by the sync and async drivers."""
+#: The span kinds of execution's tool calls (category ``tool_call``): an atom, a compensating call.
+ATOM_SPAN = "atom"
+COMPENSATION_SPAN = "compensation"
 
-    plan: Plan
+
+@dataclass(frozen=True, slots=True)
+class AtomTools:
+    """What an execution calls (configuration, live: never part of the state): the tools of ``kind: tool`` and
+    ``kind: decision`` atoms, the retry policy, and the compensating tools by the name of the tool they undo."""
+
     tools: dict[str, Tool]
-    decisions: dict[str, Tool]
-    retry: RetryPolicy
-    compensations: dict[str, Tool]
-    started: float = field(default_factory=time.perf_counter)
-
-    def __post_init__(self) -> None:
-        self.layer_atoms = execution_layers(self.plan)
-        self.record = ExecutionRecord(
-            self.plan, [[a.id for a in layer] for layer in self.layer_atoms],
-            {a.id: AtomRecord(a.id, a.kind, a.name) for a in self.plan.atoms},
-        )
-        self.completed: list[int] = []
+    decisions: dict[str, Tool] = field(default_factory=dict)
+    retry: RetryPolicy = RetryPolicy()
+    compensations: dict[str, Tool] = field(default_factory=dict)
 
     def tool_for(self, atom: Atom) -> Tool:
         return (self.tools if atom.kind == "tool" else self.decisions)[atom.name]
 
-    def succeed(self, atom: Atom, inputs: Any, value: Any, attempts: int, started: float) -> None:
-        record = self.record.atoms[atom.id]
-        record.status, record.inputs, record.result, record.attempts = "ok", inputs, value, attempts
-        record.started, record.duration_s = started, time.perf_counter() - started
-        self.completed.append(atom.id)
+    def non_blocking(self) -> AtomTools:
+        """The same tools, their sync functions called on the event loop (for tools known not to block)."""
+        return AtomTools(_non_blocking(self.tools), _non_blocking(self.decisions), self.retry,
+                         _non_blocking(self.compensations))
 
-    def fail(self, atom: Atom, inputs: Any, cause: str, attempts: int, started: float) -> None:
-        record = self.record.atoms[atom.id]
-        record.status, record.inputs, record.error, record.attempts = "failed", inputs, cause, attempts
-        record.started, record.duration_s = started, time.perf_counter() - started
-        if self.record.failed_atom is None or atom.id < self.record.failed_atom:  # deterministic under gather
-            self.record.failed_atom = atom.id
-            self.record.status, self.record.error = "failed", f"atom {atom.id} ({atom.name}): {cause}"
 
-    def compensation_calls(self) -> list[tuple[AtomRecord, Tool, dict[str, Any]]]:
-        """Completed atoms with a compensating tool, newest first, with that tool's arguments: it receives
-        the atom's inputs and its ``result`` (for the parameters it declares)."""
-        calls = []
-        order = {atom.id: i for i, atom in enumerate(a for layer in self.layer_atoms for a in layer)}
-        for atom_id in sorted(self.completed, key=order.__getitem__, reverse=True):  # deterministic under gather
-            record = self.record.atoms[atom_id]
-            compensator = self.compensations.get(record.name)
-            if compensator is not None:
-                available = {**(record.inputs or {}), "result": record.result}
-                wanted = compensator.arguments.model_fields
-                calls.append((record, compensator, {k: v for k, v in available.items() if k in wanted}))
-        return calls
+def new_record(plan: Plan) -> ExecutionRecord:
+    """The record of an execution that has not started: the layers, every atom ``not_run``."""
+    layers = execution_layers(plan)
+    return ExecutionRecord(plan, [[a.id for a in layer] for layer in layers],
+                           {a.id: AtomRecord(a.id, a.kind, a.name) for a in plan.atoms})
 
-    def compensated(self, record: AtomRecord, compensator: Tool, error: str | None) -> None:
-        record.status = "compensated"
-        record.compensation = f"{compensator.name}: " + ("ok" if error is None else f"failed: {error}")
 
-    def finish(self) -> ExecutionRecord:
-        self.record.duration_s = time.perf_counter() - self.started
-        if self.record.status == "ok":
-            final = self.plan.final
-            if final is not None:
-                self.record.answer = final_answer(final, self.record.results)
-                self.record.atoms[final.id].status = "ok"
-                self.record.atoms[final.id].result = self.record.answer
-        return self.record
+def layer_atoms(record: ExecutionRecord, index: int) -> list[Atom]:
+    """The atoms layer ``index`` runs: all but the final (which is not called; :func:`finish` reports it)."""
+    if index >= len(record.layers):
+        return []
+    atoms = _atoms_by_id(record.plan)
+    return [atoms[i] for i in record.layers[index] if record.atoms[i].kind != "final"]
 
-    def error(self) -> AtomExecutionError:
-        atom = self.plan.atom(self.record.failed_atom)  # type: ignore[arg-type]
-        record = self.record.atoms[atom.id]
-        return AtomExecutionError(atom, record.inputs, record.error or "failed", self.record)
+
+def next_layer(record: ExecutionRecord, index: int) -> int:
+    """The first layer from ``index`` on that has an atom to run (``len(record.layers)`` when none is left)."""
+    layers, atoms = record.layers, record.atoms
+    while index < len(layers) and all(atoms[i].kind == "final" for i in layers[index]):
+        index += 1
+    return index
+
+
+def layer_results(record: ExecutionRecord, atoms: list[Atom]) -> dict[int, Any]:
+    """The results ``atoms`` refer to (of ``ok`` and ``compensated`` atoms): what their inputs resolve from."""
+    results = {}
+    for atom in atoms:
+        for ref in references(atom.input):
+            found = record.atoms.get(ref)
+            if found is not None and found.status in ("ok", "compensated"):
+                results[ref] = found.result
+    return results
+
+
+_INDEXES: dict[int, tuple[weakref.ref[Plan], dict[int, Atom]]] = {}
+
+
+def _atoms_by_id(plan: Plan) -> dict[int, Atom]:
+    """``{id: atom}`` of a plan, made once per plan object (plans are not changed once validated), so that a
+    visit per layer costs the layer's size, not the plan's."""
+    key = id(plan)
+    found = _INDEXES.get(key)
+    if found is not None and found[0]() is plan:
+        return found[1]
+    index = {a.id: a for a in plan.atoms}
+    _INDEXES[key] = (weakref.ref(plan, lambda _, key=key: _INDEXES.pop(key, None)), index)
+    return index
+
+
+# -- one atom -------------------------------------------------------------------------------------------------
+
+
+def _prepared(tools: AtomTools, atom: Atom, results: dict[int, Any],
+              executor: Executor | None) -> tuple[Any, Exchange[ToolOutcome] | None, str | None]:
+    """The atom's resolved inputs and its tool-call exchange, or its raw inputs and why they do not resolve."""
+    try:
+        inputs = resolve(atom.input, results)
+    except KeyError as exc:
+        return atom.input, None, f"input refers to atom {exc.args[0]}, which has no result"
+    return inputs, tool_call(tools.tool_for(atom), inputs, retry=tools.retry.for_atom(atom), executor=executor), None
+
+
+def _atom_span(atom: Atom, inputs: Any) -> span:
+    return span(f"{atom.id}:{atom.name}", ATOM_SPAN, "tool_call", atom=atom.id, atom_kind=atom.kind, arguments=inputs)
+
+
+def _recorded(atom: Atom, inputs: Any, outcome: ToolOutcome | None, cause: str | None, started: float,
+              opened: Span | None) -> AtomRecord:
+    """The atom's record from its outcome; the span gets the result (or the error), attempts and status."""
+    record = AtomRecord(atom.id, atom.kind, atom.name, inputs=inputs, started=started)
+    if outcome is not None:
+        record.attempts = outcome.attempts
+        if outcome.ok:
+            record.status, record.result = "ok", outcome.value
+        else:
+            cause = _cause(outcome)
+    if cause is not None:
+        record.status, record.error = "failed", cause
+    record.duration_s = time.perf_counter() - started
+    if opened is not None:
+        attributes = opened.attributes
+        attributes["attempts"], attributes["status"] = record.attempts, record.status
+        if record.status == "ok":
+            attributes["result"] = record.result
+        else:
+            opened.error = cause
+    return record
+
+
+def run_atom(tools: AtomTools, atom: Atom, results: dict[int, Any]) -> AtomRecord:
+    """Run one atom synchronously (see the module docstring); its new record. Never raises for a tool's error."""
+    started = time.perf_counter()
+    inputs, call, cause = _prepared(tools, atom, results, None)
+    with _atom_span(atom, inputs) as opened:
+        return _recorded(atom, inputs, None if call is None else run_exchange(call), cause, started, opened)
+
+
+async def arun_atom(tools: AtomTools, atom: Atom, results: dict[int, Any],
+                    executor: Executor | None = None) -> AtomRecord:
+    """Async twin of :func:`run_atom`: async tools are awaited, sync tools run in ``executor`` (default: the
+    shared tool threads) unless they are marked non-blocking."""
+    started = time.perf_counter()
+    inputs, call, cause = _prepared(tools, atom, results, executor)
+    with _atom_span(atom, inputs) as opened:
+        return _recorded(atom, inputs, None if call is None else await arun_exchange(call), cause, started, opened)
+
+
+def _cause(outcome: ToolOutcome) -> str:
+    """Why the atom failed: the argument problems (the plan's inputs were wrong), else the tool's error."""
+    if isinstance(outcome.exception, ToolArgumentsError):
+        return "; ".join(outcome.exception.errors)
+    return outcome.error or "failed"
+
+
+# -- one layer ------------------------------------------------------------------------------------------------
+
+
+def run_layer(tools: AtomTools, record: ExecutionRecord, index: int) -> list[AtomRecord]:
+    """The atoms of layer ``index``, one by one in id order, stopping at the first failure (the rest stay
+    ``not_run``); their new records. ``record`` is not changed (:func:`apply_layer` does that)."""
+    atoms, done = layer_atoms(record, index), []
+    results = layer_results(record, atoms)
+    for atom in atoms:
+        done.append(run_atom(tools, atom, results))
+        if done[-1].status == "failed":
+            break
+    return done
+
+
+async def arun_layer(tools: AtomTools, record: ExecutionRecord, index: int,
+                     threads: LayerThreads | None = None) -> list[AtomRecord]:
+    """The atoms of layer ``index`` concurrently (``asyncio.gather``; each atom's span is a child of the active
+    span, in its own task); the layer always finishes. Blocking sync tools run in ``threads`` (the execution's
+    own pool, as wide as its widest layer, so a layer of them overlaps completely), else in the shared tool
+    threads."""
+    atoms = layer_atoms(record, index)
+    results = layer_results(record, atoms)
+    if len(atoms) == 1:
+        return [await arun_atom(tools, atoms[0], results)]
+    pool = None if threads is None else threads.for_layer(tools, record, atoms)
+    return list(await asyncio.gather(*(arun_atom(tools, atom, results, pool) for atom in atoms)))
+
+
+class LayerThreads:
+    """The worker threads of one execution (a live value of the run, never state): a pool made when a layer
+    first has two or more atoms calling blocking sync tools, as wide as the plan's widest layer (at most 32),
+    kept for the following layers, shut down by :meth:`close`. Other runs' tool calls cannot crowd it (the
+    shared tool threads may be busy), and the loop's default executor (cores + 4 threads) is not used."""
+
+    __slots__ = ("pool",)
+
+    def __init__(self) -> None:
+        self.pool: ThreadPoolExecutor | None = None
+
+    def for_layer(self, tools: AtomTools, record: ExecutionRecord, atoms: list[Atom]) -> Executor | None:
+        blocking = 0
+        for atom in atoms:
+            tool = tools.tool_for(atom)
+            blocking += not tool.is_async and tool.blocking and tool.timeout is None  # a timeout: own thread
+        if blocking < 2:
+            return None
+        if self.pool is None:
+            width = max(len(layer) for layer in record.layers)
+            self.pool = ThreadPoolExecutor(max_workers=min(32, width), thread_name_prefix="aot")
+        return self.pool
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False)
+            self.pool = None
+
+
+def apply_layer(record: ExecutionRecord, done: list[AtomRecord], duration_s: float = 0.0) -> bool:
+    """Write a layer's atom records into ``record``; on failure mark it failed at the lowest failing id (the
+    same whatever order the atoms finished in). True when every atom succeeded."""
+    record.duration_s += duration_s
+    failed = None
+    for atom_record in done:
+        record.atoms[atom_record.id] = atom_record
+        if atom_record.status == "failed" and (failed is None or atom_record.id < failed.id):
+            failed = atom_record
+    if failed is None:
+        return True
+    if record.failed_atom is None or failed.id < record.failed_atom:
+        record.status, record.failed_atom = "failed", failed.id
+        record.error = f"atom {failed.id} ({failed.name}): {failed.error}"
+    return False
+
+
+# -- failure: compensation --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CompensationCall:
+    """One compensation to run: atom ``atom`` (which called tool ``tool``) is undone by ``compensator`` with
+    ``arguments``."""
+
+    atom: int
+    tool: str
+    compensator: str
+    arguments: dict[str, Any]
+
+
+def compensation_calls(tools: AtomTools, record: ExecutionRecord) -> list[CompensationCall]:
+    """The compensations of a failed execution: every completed atom whose tool has a compensator, newest first
+    in plan order (layer, then id: the same whatever order the atoms of a layer finished in). The compensator
+    receives those of the atom's resolved inputs, and its ``result``, that it declares as parameters."""
+    calls = []
+    for atom_id in reversed([i for layer in record.layers for i in layer]):
+        atom_record = record.atoms[atom_id]
+        compensator = tools.compensations.get(atom_record.name)
+        if compensator is not None and atom_record.status == "ok" and atom_record.kind != "final":
+            available = {**(atom_record.inputs or {}), "result": atom_record.result}
+            wanted = compensator.arguments.model_fields
+            calls.append(CompensationCall(atom_id, atom_record.name, compensator.name,
+                                          {k: v for k, v in available.items() if k in wanted}))
+    return calls
+
+
+def _compensation_span(call: CompensationCall) -> span:
+    return span(f"{call.atom}:{call.compensator}", COMPENSATION_SPAN, "tool_call", atom=call.atom,
+                arguments=call.arguments)
+
+
+def _compensated(outcome: ToolOutcome, opened: Span | None) -> str | None:
+    if opened is not None:
+        if outcome.ok:
+            opened.attributes["result"] = outcome.value
+        else:
+            opened.error = outcome.error
+    return outcome.error
+
+
+def run_compensations(tools: AtomTools, calls: list[CompensationCall]) -> list[str | None]:
+    """Call the compensators in order (one ``tool_call`` span each, kind ``compensation``); each one's error or
+    ``None``. A failing compensator does not stop the others."""
+    errors = []
+    for call in calls:
+        with _compensation_span(call) as opened:
+            errors.append(_compensated(run_exchange(tool_call(tools.compensations[call.tool], call.arguments)), opened))
+    return errors
+
+
+async def arun_compensations(tools: AtomTools, calls: list[CompensationCall]) -> list[str | None]:
+    """Async twin of :func:`run_compensations` (still one at a time: the order matters)."""
+    errors = []
+    for call in calls:
+        with _compensation_span(call) as opened:
+            outcome = await arun_exchange(tool_call(tools.compensations[call.tool], call.arguments))
+            errors.append(_compensated(outcome, opened))
+    return errors
+
+
+def apply_compensations(record: ExecutionRecord, calls: list[CompensationCall], errors: list[str | None],
+                        duration_s: float = 0.0) -> None:
+    """Mark the compensated atoms (``compensation = "<tool>: ok"`` or ``"<tool>: failed: <error>"``)."""
+    record.duration_s += duration_s
+    for call, error in zip(calls, errors, strict=True):
+        atom_record = record.atoms[call.atom]
+        atom_record.status = "compensated"
+        atom_record.compensation = f"{call.compensator}: " + ("ok" if error is None else f"failed: {error}")
+
+
+def execution_error(record: ExecutionRecord) -> AtomExecutionError:
+    """The error a failed execution raises: the failing atom, its inputs, the cause, the (partial) record."""
+    atom = record.plan.atom(record.failed_atom)  # type: ignore[arg-type]
+    atom_record = record.atoms[atom.id]
+    return AtomExecutionError(atom, atom_record.inputs, atom_record.error or "failed", record)
+
+
+def finish(record: ExecutionRecord) -> ExecutionRecord:
+    """A successful execution's answer: what the final atom reports (its record gets ``ok`` and the answer)."""
+    final = record.plan.final
+    if record.status == "ok" and final is not None:
+        record.answer = final_answer(final, record.results)
+        final_record = record.atoms[final.id]
+        final_record.status, final_record.result = "ok", record.answer
+    return record
+
+
+# -- whole plans (replay, tests): the same steps, walked by a loop instead of graph edges ----------------------
 
 
 def execute_plan(
@@ -243,42 +493,18 @@ def execute_plan(
     compensations: dict[str, Tool] | None = None,
 ) -> ExecutionRecord:
     """Run a validated plan synchronously, layer by layer. Raises :class:`AtomExecutionError` on failure."""
-    run = _Run(plan, tools, decisions or {}, retry, compensations or {})
-    for layer in run.layer_atoms:
-        for atom in layer:
-            if atom.kind == "final":
-                continue
-            if not run_exchange(_atom(run, atom)):
-                for record, compensator, kwargs in run.compensation_calls():
-                    run.compensated(record, compensator, run_exchange(tool_call(compensator, kwargs)).error)
-                run.finish()
-                raise run.error()
-    return run.finish()
-
-
-def _atom(run: _Run, atom: Atom, executor: Executor | None = None) -> Exchange[bool]:
-    """One atom, for both drivers: resolve its references, call its tool (validation, retries, timeout: the
-    tool-call logic), record the outcome. True when the atom succeeded."""
-    started = time.perf_counter()
-    try:
-        inputs = resolve(atom.input, run.record.results)
-    except KeyError as exc:
-        run.fail(atom, atom.input, f"input refers to atom {exc.args[0]}, which has no result", 0, started)
-        return False
-    call = tool_call(run.tool_for(atom), inputs, retry=run.retry.for_atom(atom), executor=executor)
-    outcome = yield from call
-    if outcome.ok:
-        run.succeed(atom, inputs, outcome.value, outcome.attempts, started)
-        return True
-    run.fail(atom, inputs, _cause(outcome), outcome.attempts, started)
-    return False
-
-
-def _cause(outcome: ToolOutcome) -> str:
-    """Why the atom failed: the argument problems (the plan's inputs were wrong), else the tool's error."""
-    if isinstance(outcome.exception, ToolArgumentsError):
-        return "; ".join(outcome.exception.errors)
-    return outcome.error or "failed"
+    config = AtomTools(tools, decisions or {}, retry, compensations or {})
+    record = new_record(plan)
+    index = next_layer(record, 0)
+    while index < len(record.layers):
+        started = time.perf_counter()
+        if not apply_layer(record, run_layer(config, record, index), time.perf_counter() - started):
+            started = time.perf_counter()
+            calls = compensation_calls(config, record)
+            apply_compensations(record, calls, run_compensations(config, calls), time.perf_counter() - started)
+            raise execution_error(record)
+        index = next_layer(record, index + 1)
+    return finish(record)
 
 
 async def aexecute_plan(
@@ -293,29 +519,27 @@ async def aexecute_plan(
     """Async twin of :func:`execute_plan`: the atoms of a layer run concurrently. Sync tools run in worker
     threads so that blocking tools overlap too; ``sync_tools_in_threads=False`` calls them on the event loop
     (for tools known not to block)."""
+    config = AtomTools(tools, decisions or {}, retry, compensations or {})
     if not sync_tools_in_threads:
-        tools, decisions, compensations = (
-            _non_blocking(t) for t in (tools, decisions or {}, compensations or {})
-        )
-    run = _Run(plan, tools, decisions or {}, retry, compensations or {})
-    width = max((len(layer) for layer in run.layer_atoms), default=1)
-    # A pool as wide as the widest layer, so that a layer of blocking tools overlaps completely (the
-    # default executor has only cores + 4 threads).
-    pool = ThreadPoolExecutor(max_workers=min(32, width), thread_name_prefix="aot") if sync_tools_in_threads else None
+        config = config.non_blocking()
+    record = new_record(plan)
+    index = next_layer(record, 0)
+    threads = LayerThreads() if sync_tools_in_threads else None
     try:
-        for layer in run.layer_atoms:
-            atoms = [a for a in layer if a.kind != "final"]
-            outcomes = await asyncio.gather(*(arun_exchange(_atom(run, a, pool)) for a in atoms))
-            if not all(outcomes):
-                for record, compensator, kwargs in run.compensation_calls():
-                    outcome = await arun_exchange(tool_call(compensator, kwargs))
-                    run.compensated(record, compensator, outcome.error)
-                run.finish()
-                raise run.error()
+        while index < len(record.layers):
+            started = time.perf_counter()
+            done = await arun_layer(config, record, index, threads)
+            if not apply_layer(record, done, time.perf_counter() - started):
+                started = time.perf_counter()
+                calls = compensation_calls(config, record)
+                errors = await arun_compensations(config, calls)
+                apply_compensations(record, calls, errors, time.perf_counter() - started)
+                raise execution_error(record)
+            index = next_layer(record, index + 1)
     finally:
-        if pool is not None:
-            pool.shutdown(wait=False)
-    return run.finish()
+        if threads is not None:
+            threads.close()
+    return finish(record)
 
 
 def _non_blocking(tools: dict[str, Tool]) -> dict[str, Tool]:

@@ -1,32 +1,57 @@
-"""AoTBot: plan -> validate -> execute, as a PocketFlow graph built from the same node kind as the agent.
+"""AoTBot: plan -> validate -> execute, as a PocketFlow graph built from the same node kinds as the agent.
 
-    PlanNode -("valid")-> ExecuteNode              ExecuteNode ends the run with the answer
-    PlanNode -("invalid")-> PlanNode               re-plan with the validation errors (bounded)
+    PlanNode -("valid")-> LayerNode            the decision (a structured plan) starts the execution
+    PlanNode -("invalid")-> PlanNode           re-plan with the validation errors (bounded)
+    LayerNode -("layer")-> LayerNode           one execution layer per visit (its atoms concurrently when async)
+    LayerNode -("done")-> ReportNode           the final atom's answer; ends the run
+    LayerNode -("failed")-> CompensateNode     undo completed atoms, newest first; raises AtomExecutionError
 
-The plan comes from the model as JSON constrained by a schema generated from the tools (a grammar on the
-embedded model); validation and execution are pure and deterministic. Nodes keep no per-run state.
+``PlanNode`` is a decision-kind node (span kind ``decision``, like the agent's ``DecideNode``): one model call with
+structured output (JSON constrained by a schema generated from the tools; a grammar on the embedded model),
+parsed and validated. Each atom runs as ``FuncNode`` runs a tool: the one tool-call logic, inside a ``tool_call``
+span (kind ``atom``) that the run's hooks and ``astream`` see as it happens. Nodes keep no per-run state: the
+plan, the execution record and the next layer's index are data in the shared dict.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from loguru import logger
 from pydantic import ValidationError
 
-from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.graph.flow import DualNode
+from llamabot.graph.graphbot import GraphBot
 from llamabot.graph.mermaid import MermaidDiagram
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import Message, assistant, system, user
 from llamabot.models.reply import ModelRequest, Usage
 from llamabot.models.seam import ChatModel, get_model
+from llamabot.observe.hooks import RunHooks
+from llamabot.observe.tracing import Trace, current_run, current_span
 from llamabot.reasoning.aot.execute import (
-    AtomExecutionError,
+    AtomRecord,
+    AtomTools,
+    CompensationCall,
     ExecutionRecord,
+    LayerThreads,
     RetryPolicy,
-    aexecute_plan,
+    apply_compensations,
+    apply_layer,
+    arun_compensations,
+    arun_layer,
+    compensation_calls,
     execute_plan,
+    execution_error,
+    finish,
+    layer_atoms,
+    new_record,
+    next_layer,
+    run_compensations,
+    run_layer,
 )
 from llamabot.reasoning.aot.plan import Plan
 from llamabot.reasoning.aot.prompts import REPLAN_MESSAGE, planner_prompt
@@ -34,9 +59,6 @@ from llamabot.reasoning.aot.schema import plan_response_format
 from llamabot.reasoning.aot.validate import PlanIssue, PlanValidationError, validate_plan
 from llamabot.reasoning.aot.visualization import plan_to_mermaid
 from llamabot.tools.tool import Tool, as_tool
-from llamabot.graph.graphbot import GraphBot
-from llamabot.observe.hooks import RunHooks
-from llamabot.observe.tracing import Trace, current_span, current_trace
 
 
 @dataclass(slots=True)
@@ -76,12 +98,17 @@ def _tools_by_name(items: Iterable[Any]) -> dict[str, Tool]:
 @dataclass(slots=True)
 class PlanInput:
     messages: list[Message]
+    attempt: int  # 1 for the first plan, 2 for the first re-plan...
 
 
 class PlanNode(DualNode):
-    """Ask the model for a plan (schema-constrained JSON), parse and validate it."""
+    """The decision-kind node of AoT: ask the model for a plan (structured output: schema-constrained JSON),
+    parse and validate it. Its steps are ``decision`` spans named ``plan`` (attributes ``iteration``: the
+    attempt, ``calls``: the atoms a valid plan will run as ``"id:name"``, ``errors``: a rejected plan's
+    problems), so ``astream`` reports them as ``decision`` events. A valid plan starts the execution state."""
 
     name = "plan"
+    span_kind = "decision"
 
     def __init__(self, model: ChatModel, tools: dict[str, Tool], decisions: dict[str, Tool], *, max_replans: int,
                  completion_kwargs: dict[str, Any]):
@@ -93,7 +120,10 @@ class PlanNode(DualNode):
         self.completion_kwargs = completion_kwargs
 
     def prep(self, shared: dict[str, Any]) -> PlanInput:
-        return PlanInput([self.system, *shared["memory"]])
+        return PlanInput([self.system, *shared["memory"]], len(shared["plan_errors"]) + 1)
+
+    def span_attributes(self, inp: PlanInput) -> dict[str, Any]:
+        return {"iteration": inp.attempt}
 
     def _exchange(self, inp: PlanInput) -> Exchange[tuple[str | None, Plan | None, list[str], list[PlanIssue]]]:
         reply = yield ModelRequest(self.model.name, inp.messages, response_format=self.response_format,
@@ -118,63 +148,134 @@ class PlanNode(DualNode):
 
     def post(self, shared: dict[str, Any], inp: PlanInput, outcome: Any) -> str:
         raw, plan, notes, issues = outcome
+        opened = current_span()
         if not issues:
+            record = new_record(plan)
             shared["plan"], shared["notes"] = plan, notes
+            shared["record"], shared["layer"] = record, next_layer(record, 0)
+            calls = [f"{a.id}:{a.name}" for a in plan.atoms if a.kind != "final"]
+            if opened is not None:
+                opened.attributes.update(calls=calls, layers=record.layers)
+            logger.debug("plan {}: valid, {} atoms in {} layers {}; notes {}", inp.attempt, len(plan.atoms),
+                         len(record.layers), record.layers, notes)
             return "valid"
         errors = [str(i) for i in issues]
+        if opened is not None:
+            opened.attributes.update(calls=[], errors=errors)
         shared["plan_errors"].append(errors)
         shared["parse_failures"] += any(i.code == "malformed" for i in issues)
         if len(shared["plan_errors"]) > self.max_replans:
+            logger.debug("plan {}: invalid, no re-plans left: {}", inp.attempt, errors)
             raise PlanValidationError(plan, issues, raw)
+        logger.debug("plan {}: invalid, re-planning with {} problems: {}", inp.attempt, len(errors), errors)
         shared["memory"] += [assistant(raw or ""), user(REPLAN_MESSAGE.format(errors="\n".join(f"- {e}" for e in errors)))]
         return "invalid"
 
 
-class ExecuteNode(DualNode):
-    """Run the validated plan: layers in order, atoms of a layer concurrently on the async path."""
+@dataclass(slots=True)
+class LayerInput:
+    index: int
+    record: ExecutionRecord
+
+
+#: The run value holding the run's :class:`LayerThreads`.
+THREADS = "aot_threads"
+
+
+class LayerNode(DualNode):
+    """Run one execution layer per visit, then loop to itself (``"layer"``) until the last one (``"done"``), or
+    stop at a failed layer (``"failed"``). Each atom is a ``tool_call`` span of kind ``atom`` (see
+    :func:`llamabot.reasoning.aot.execute.run_atom`): in id order on the sync path, stopping at the first failure;
+    all at once on the async path (``asyncio.gather``), the layer always finishing. The step's span is kind
+    ``layer`` with attributes ``layer`` (the index) and ``atoms`` (their ids)."""
 
     name = "execute"
+    span_kind = "layer"
 
-    def __init__(self, tools: dict[str, Tool], decisions: dict[str, Tool], *, retry: RetryPolicy,
-                 compensations: dict[str, Tool]):
+    def __init__(self, tools: AtomTools):
         super().__init__()
-        self.tools, self.decisions, self.retry, self.compensations = tools, decisions, retry, compensations
+        self.tools = tools
 
-    def prep(self, shared: dict[str, Any]) -> Plan:
-        return shared["plan"]
+    def prep(self, shared: dict[str, Any]) -> LayerInput:
+        return LayerInput(shared["layer"], shared["record"])
 
-    def exec(self, plan: Plan) -> ExecutionRecord:
-        try:
-            return execute_plan(plan, self.tools, self.decisions, retry=self.retry, compensations=self.compensations)
-        except AtomExecutionError as exc:
-            _trace_atoms(exc.record)
-            raise
+    def span_attributes(self, inp: LayerInput) -> dict[str, Any]:
+        return {"layer": inp.index, "atoms": [a.id for a in layer_atoms(inp.record, inp.index)]}
 
-    async def exec_async(self, plan: Plan) -> ExecutionRecord:
-        try:
-            return await aexecute_plan(plan, self.tools, self.decisions, retry=self.retry,
-                                       compensations=self.compensations)
-        except AtomExecutionError as exc:
-            _trace_atoms(exc.record)
-            raise
+    def exec(self, inp: LayerInput) -> tuple[list[AtomRecord], float]:
+        started = time.perf_counter()
+        return run_layer(self.tools, inp.record, inp.index), time.perf_counter() - started
 
-    def post(self, shared: dict[str, Any], plan: Plan, record: ExecutionRecord) -> None:
-        shared["record"] = record
-        _trace_atoms(record)
+    async def exec_async(self, inp: LayerInput) -> tuple[list[AtomRecord], float]:
+        started = time.perf_counter()
+        run = current_run()
+        threads = None if run is None else run.values.get(THREADS)  # the run's own pool (AoTBot.run_values)
+        return await arun_layer(self.tools, inp.record, inp.index, threads), time.perf_counter() - started
+
+    def post(self, shared: dict[str, Any], inp: LayerInput, outcome: tuple[list[AtomRecord], float]) -> str:
+        done, duration = outcome
+        record: ExecutionRecord = shared["record"]
+        ok = apply_layer(record, done, duration)
+        logger.debug("layer {}: {}", inp.index, ", ".join(
+            f"{r.id}:{r.name} = {r.result!r}" if r.status == "ok" else f"{r.id}:{r.name} failed: {r.error}" for r in done))
+        if not ok:
+            return "failed"
+        shared["layer"] = next_layer(record, inp.index + 1)
+        return "layer" if shared["layer"] < len(record.layers) else "done"
+
+
+class ReportNode(DualNode):
+    """The final atom: what it reports becomes the answer (nothing is called); ends the run."""
+
+    name = "report"
+    span_kind = "report"
+    terminal = True
+
+    def prep(self, shared: dict[str, Any]) -> None:
+        return None
+
+    def exec(self, prep_res: None) -> None:
+        return None
+
+    def post(self, shared: dict[str, Any], prep_res: None, exec_res: None) -> None:
+        record = finish(shared["record"])
+        logger.debug("answer {!r}", record.answer)
         return None
 
 
-def _trace_atoms(record: ExecutionRecord) -> None:
-    """One ``atom`` span per executed atom under the active span (the executor itself stays pure)."""
-    trace, parent = current_trace(), current_span()
-    if trace is None:
-        return
-    for atom in record.atoms.values():
-        if atom.status == "not_run" or atom.kind == "final":
-            continue
-        span = trace.open(f"{atom.id}:{atom.name}", "atom", parent, atom_kind=atom.kind, inputs=atom.inputs,
-                          result=atom.result, attempts=atom.attempts, status=atom.status)
-        span.start, span.end, span.error = atom.started, atom.started + atom.duration_s, atom.error
+class CompensateNode(DualNode):
+    """After a failed layer: undo every completed atom whose tool has a compensator, newest first (one
+    ``tool_call`` span of kind ``compensation`` each), then raise :class:`AtomExecutionError` with the record."""
+
+    name = "compensate"
+    span_kind = "compensate"
+    terminal = True
+
+    def __init__(self, tools: AtomTools):
+        super().__init__()
+        self.tools = tools
+
+    def prep(self, shared: dict[str, Any]) -> list[CompensationCall]:
+        return compensation_calls(self.tools, shared["record"])
+
+    def span_attributes(self, calls: list[CompensationCall]) -> dict[str, Any]:
+        return {"atoms": [c.atom for c in calls]}
+
+    def exec(self, calls: list[CompensationCall]) -> tuple[list[str | None], float]:
+        started = time.perf_counter()
+        return run_compensations(self.tools, calls), time.perf_counter() - started
+
+    async def exec_async(self, calls: list[CompensationCall]) -> tuple[list[str | None], float]:
+        started = time.perf_counter()
+        return await arun_compensations(self.tools, calls), time.perf_counter() - started
+
+    def post(self, shared: dict[str, Any], calls: list[CompensationCall],
+             outcome: tuple[list[str | None], float]) -> None:
+        record: ExecutionRecord = shared["record"]
+        apply_compensations(record, calls, *outcome)
+        for call, error in zip(calls, outcome[0], strict=True):
+            logger.debug("compensated atom {} with {}: {}", call.atom, call.compensator, error or "ok")
+        raise execution_error(record)
 
 
 class AoTBot(GraphBot):
@@ -214,19 +315,32 @@ class AoTBot(GraphBot):
         self.model = get_model(model_name)
         self.plan_node = PlanNode(self.model, self.tools, self.decisions, max_replans=max_replans,
                                   completion_kwargs=completion_kwargs)
-        self.execute_node = ExecuteNode(self.tools, self.decisions, retry=retry, compensations=self.compensations)
+        atom_tools = AtomTools(self.tools, self.decisions, retry, self.compensations)
+        self.execute_node = LayerNode(atom_tools)
+        self.report_node = ReportNode()
+        self.compensate_node = CompensateNode(atom_tools)
         self.plan_node - "valid" >> self.execute_node
         self.plan_node - "invalid" >> self.plan_node
+        self.execute_node - "layer" >> self.execute_node
+        self.execute_node - "done" >> self.report_node
+        self.execute_node - "failed" >> self.compensate_node
         self.set_graph(self.plan_node)
 
     def run_attributes(self, question: str) -> dict[str, Any]:
         return {"question": question}
 
+    def run_values(self, options: dict[str, Any]) -> dict[str, Any]:
+        return {THREADS: LayerThreads()}  # made on first need, shut down when the run ends
+
+    def failed(self, state: dict[str, Any], error: BaseException) -> None:
+        _close_threads()
+
     def new_state(self, question: str, trace: Trace, options: dict[str, Any]) -> dict[str, Any]:
-        return {"memory": [user(question)], "plan": None, "record": None, "plan_errors": [], "notes": [],
-                "parse_failures": 0}
+        return {"memory": [user(question)], "plan": None, "notes": [], "plan_errors": [], "parse_failures": 0,
+                "record": None, "layer": 0}
 
     def result(self, shared: dict[str, Any], trace: Trace) -> AoTResult:
+        _close_threads()
         usage = Usage()
         for s in trace.of_kind("model_call"):
             if "reply" in s.attributes:
@@ -235,6 +349,13 @@ class AoTBot(GraphBot):
         return AoTResult(record.answer, shared["plan"], record, trace, len(shared["plan_errors"]),
                          shared["plan_errors"], shared["notes"], usage, shared["parse_failures"])
 
+
+
+def _close_threads() -> None:
+    run = current_run()
+    threads = None if run is None else run.values.get(THREADS)
+    if threads is not None:
+        threads.close()
 
 
 class AsyncAoTBot(AoTBot):
@@ -255,4 +376,4 @@ def replay_plan(plan: Plan | dict[str, Any] | str, tools: Iterable[Any] | None =
     return execute_plan(validated, registry, decision_registry, **kwargs)
 
 
-__all__ = ["AoTBot", "AoTResult", "AsyncAoTBot", "ExecuteNode", "PlanNode", "replay_plan"]
+__all__ = ["AoTBot", "AoTResult", "AsyncAoTBot", "CompensateNode", "LayerNode", "PlanNode", "ReportNode", "replay_plan"]

@@ -26,8 +26,12 @@ DIVIDE_BY_ZERO = {"atoms": [
 def test_aot_bot_010_the_graph_is_plan_then_execute_built_from_the_agents_node_kind():
     bot = AoTBot(model_name=ScriptedModel())
     assert isinstance(bot.plan_node, DualNode) and isinstance(bot.execute_node, DualNode)
+    assert bot.plan_node.span_kind == "decision"  # the planner is a decision-kind node, as the agent's DecideNode
     assert bot.plan_node.successors == {"valid": bot.execute_node, "invalid": bot.plan_node}
-    assert '-->|"invalid"|' in str(bot.to_mermaid())
+    assert bot.execute_node.successors == {"layer": bot.execute_node, "done": bot.report_node,
+                                           "failed": bot.compensate_node}
+    for edge in ('-->|"invalid"|', '-->|"layer"|', '-->|"done"|', '-->|"failed"|'):
+        assert edge in str(bot.to_mermaid())
 
 
 def test_aot_bot_020_the_plan_prompt_explains_references_with_an_example_and_asks_for_the_schema():
@@ -166,10 +170,13 @@ def test_aot_eval_040_eval_command_writes_a_report(tmp_path):
 
 
 def test_aot_bot_070_executed_atoms_appear_in_the_trace_also_when_execution_fails():
+    # Atom spans are tool calls now (category tool_call, kind atom), so their resolved inputs are under
+    # "arguments", as for every tool call (FuncNode's spans, astream's tool_started events), no longer "inputs".
     result = AoTBot(model_name=ScriptedModel([json_reply(GOOD)]))("q")
     atoms = result.trace.of_kind("atom")
     assert [s.name for s in atoms] == ["1:add", "2:multiply", "3:subtract"]
-    assert atoms[1].attributes["inputs"] == {"a": 22.0, "b": 3} and atoms[1].attributes["result"] == 66.0
+    assert {s.category for s in atoms} == {"tool_call"}
+    assert atoms[1].attributes["arguments"] == {"a": 22.0, "b": 3} and atoms[1].attributes["result"] == 66.0
     bot = AoTBot(model_name=ScriptedModel([json_reply(DIVIDE_BY_ZERO)]))
     with pytest.raises(AtomExecutionError):
         bot("1/0")
