@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llamabot.graph.mermaid import escape_label
 from llamabot.reasoning.aot.plan import Plan
 
 _STYLES = {
@@ -15,7 +16,7 @@ _STYLES = {
 
 
 def _label(text: Any) -> str:
-    return str(text).replace('"', "#quot;")[:60]
+    return escape_label(text, 60)
 
 
 def plan_to_mermaid(plan: Plan, record: Any = None, direction: str = "TD") -> str:
