@@ -24,12 +24,12 @@ from llamabot.models.seam import ChatModel, get_model
 from llamabot.reasoning.anot.debug import SUMMARY, DebugLog
 from llamabot.reasoning.anot.executor import DEFAULT_CONCURRENCY
 from llamabot.reasoning.anot.lwt import LWTStep, execution_layers, parse_lwt
-from llamabot.reasoning.anot.nodes import LayerNode, LWTNode, RankNode, StrategyNode
+from llamabot.reasoning.anot.nodes import LOG_KEY, LayerNode, LWTNode, RankNode, StrategyNode
 from llamabot.reasoning.anot.prompts import PHASE1_SYSTEM, PHASE2_SYSTEM, PHASE2_SYSTEM_DRAFT
 from llamabot.reasoning.anot.ranking import Ranking
 from llamabot.reasoning.anot.state import ANoTResult, new_anot_state
 from llamabot.reasoning.anot.stats import phase_stats, total
-from llamabot.reasoning.anot.strategy import strategy_model
+from llamabot.reasoning.anot.strategy import condition_model, strategy_model
 from llamabot.reasoning.anot.substitution import DEFAULT_MAX_CHARS
 from llamabot.reasoning.anot.tools import PHASE2_TOOLS, done
 from llamabot.reasoning.anot.vocabulary import YELP_VOCABULARY, Vocabulary, describe_vocabulary
@@ -79,6 +79,9 @@ class ANoTBot(GraphBot):
         self.model_name = self.model.name
         self.vocabulary = tuple(vocabulary)
         self.strategy_model = strategy_model(self.vocabulary)
+        #: The run-time classes in the run state, for the state codec (``dumps_state(state, allowed=...)``,
+        #: checkpoints): the vocabulary's strategy model and its condition model.
+        self.state_classes = (self.strategy_model, condition_model(self.strategy_model))
         self.log = DebugLog.resolve(debug, debug_sink)
         planner = StructuredBot(
             PHASE1_SYSTEM.format(vocabulary=describe_vocabulary(self.vocabulary)),
@@ -125,13 +128,17 @@ class ANoTBot(GraphBot):
         return self.flow, self.async_flow
 
     def new_state(self, query: str, trace: Trace, options: dict[str, Any]) -> dict[str, Any]:
-        shared = new_anot_state(query, options["items"], log=self.log, tag=options.get("request_tag", "R00"),
-                                trace=trace)
+        shared = new_anot_state(query, options["items"], tag=options.get("request_tag", "R00"),
+                                trace_id=trace.trace_id)
         script = options.get("script")
         if script is not None:
             steps = parse_lwt(script) if isinstance(script, str) else list(script)
             shared["steps"], shared["layers"] = steps, execution_layers(steps)
         return shared
+
+    def run_values(self, options: dict[str, Any]) -> dict[str, Any]:
+        """The run's live values (never in the state): its debug log."""
+        return {LOG_KEY: self.log}
 
     def result(self, shared: dict[str, Any], trace: Trace) -> ANoTResult:
         stats = phase_stats(trace, current_span())  # the phases of this run (its span is the active one)

@@ -55,15 +55,27 @@ from llamabot.reasoning.anot.strategy import (
 from llamabot.reasoning.anot.substitution import DEFAULT_MAX_CHARS, SubstitutionContext
 from llamabot.reasoning.anot.tools import PHASE2_KEY, Phase2Context
 from llamabot.reasoning.anot.vocabulary import Vocabulary
-from llamabot.observe.tracing import Span, current_trace, run, span
+from llamabot.observe.tracing import Span, current_run, current_trace, run, span
+
+
+#: The run value (``current_run().values``) holding the run's :class:`DebugLog`: a live handle, never in the state.
+LOG_KEY = "anot_log"
+_SILENT = DebugLog()
+
+
+def run_log() -> DebugLog:
+    """The active run's debug log (silent outside an ANoT run)."""
+    context = current_run()
+    return context.values.get(LOG_KEY, _SILENT) if context is not None else _SILENT
 
 
 def log_model_calls(shared: dict[str, Any], phase_name: str, phase: Span | None) -> None:
     """At level FULL, every prompt and response of the phase's model calls (read off the trace)."""
-    log: DebugLog = shared["log"]
-    if phase is None or not log.enabled(FULL):
+    log = run_log()
+    trace = current_trace()
+    if phase is None or trace is None or not log.enabled(FULL):
         return
-    for call in model_calls_in(shared["trace"], phase):
+    for call in model_calls_in(trace, phase):
         request, reply = call.attributes.get("request"), call.attributes.get("reply")
         if request is not None:
             for message in request.messages:
@@ -120,7 +132,7 @@ class StrategyNode(DualNode):
 
     def prep(self, shared: dict[str, Any]) -> str:
         query = shared["query"]
-        shared["log"](SUMMARY, "P1", shared["tag"], f"Planning for: {query[:80]}{'...' if len(query) > 80 else ''}")
+        run_log()(SUMMARY, "P1", shared["tag"], f"Planning for: {query[:80]}{'...' if len(query) > 80 else ''}")
         schema = compact_schema(shared["items"], self.schema_examples)
         return PHASE1_USER.format(query=query, n_items=shared["n_items"], schema=schema)
 
@@ -135,7 +147,7 @@ class StrategyNode(DualNode):
         return outcome
 
     def post(self, shared: dict[str, Any], message: str, outcome: PhaseOutcome) -> str:
-        log, tag = shared["log"], shared["tag"]
+        log, tag = run_log(), shared["tag"]
         log_model_calls(shared, "P1", outcome.phase)
         strategy: Strategy | None = outcome.value
         if strategy is None:
@@ -181,13 +193,12 @@ class LWTNode(DualNode):
         items, n_items = shared["items"], shared["n_items"]
         draft = draft_lwt(strategy, items, self.vocabulary) if strategy is not None else []
         script = LWTScript(draft if self.draft else [], items)
-        context = Phase2Context(script, items, shared["query"], self.read_chars, shared["log"], shared["tag"])
+        context = Phase2Context(script, items, shared["query"], self.read_chars, run_log(), shared["tag"])
         conditions = brief_conditions(strategy, self.vocabulary) if strategy is not None else f"Request: {shared['query']}"
         template = PHASE2_USER_DRAFT if len(script) else PHASE2_USER_EMPTY
         message = template.format(conditions=conditions, n_items=n_items, listing=script.listing())
-        shared["log"](VERBOSE, "P2", shared["tag"], f"ReAct expansion: {len(script)} initial steps...")
-        trace = current_trace() or shared["trace"]
-        state = new_run_state(message, memory=[], trace_id=trace.trace_id)
+        run_log()(VERBOSE, "P2", shared["tag"], f"ReAct expansion: {len(script)} initial steps...")
+        state = new_run_state(message, memory=[], trace_id=shared["trace_id"])
         return Phase2Input(state, context, draft)
 
     def _agent_run(self, inp: Phase2Input) -> run:
@@ -207,7 +218,7 @@ class LWTNode(DualNode):
         return outcome
 
     def post(self, shared: dict[str, Any], inp: Phase2Input, outcome: PhaseOutcome) -> str:
-        log, tag = shared["log"], shared["tag"]
+        log, tag = run_log(), shared["tag"]
         log_model_calls(shared, "P2", outcome.phase)
         fallback = outcome.error
         if fallback is None and not inp.state["_done"]:
@@ -274,7 +285,7 @@ class LayerNode(DualNode):
     def prep(self, shared: dict[str, Any]) -> LayerInput:
         index, layers = shared["layer"], shared["layers"]
         if index == 0:
-            shared["log"](VERBOSE, "P3", shared["tag"], f"Executing {len(shared['steps'])} steps in {len(layers)} layers...")
+            run_log()(VERBOSE, "P3", shared["tag"], f"Executing {len(shared['steps'])} steps in {len(layers)} layers...")
         context = SubstitutionContext(shared["query"], shared["items"], shared["outputs"], self.max_chars)
         return LayerInput(index, fill_layer(layers[index], context))
 
@@ -287,7 +298,7 @@ class LayerNode(DualNode):
             return PhaseOutcome(await arun_layer(inp.calls, self.model, self.completion_params, self.concurrency), phase)
 
     def post(self, shared: dict[str, Any], inp: LayerInput, outcome: PhaseOutcome) -> str:
-        log, tag = shared["log"], shared["tag"]
+        log, tag = run_log(), shared["tag"]
         outputs: dict[str, str] = outcome.value
         shared["outputs"].update(outputs)
         for call in inp.calls:
@@ -345,7 +356,7 @@ class RankNode(DualNode):
         final, by_scores = rankings
         ranking = by_scores if self.rank_by == "scores" and by_scores.source == "scores" else final
         shared["ranking"], shared["score_ranking"], shared["final_ranking"] = ranking, by_scores, final
-        shared["log"](
+        run_log()(
             SUMMARY, "P3", shared["tag"],
             f"Final ranking: {ranking.best} (top-5 {list(ranking.top(5))}, from {ranking.source})",
         )

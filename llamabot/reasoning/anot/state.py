@@ -5,7 +5,7 @@ Keys of the shared dict (fresh for every run, see :func:`new_anot_state`):
 | key | set by | meaning |
 |---|---|---|
 | ``query``, ``items``, ``n_items`` | caller | the request and the items (1-indexed in LWT) |
-| ``log``, ``tag`` | caller | the :class:`DebugLog` and the request tag (``R00``) of debug lines |
+| ``tag``, ``trace_id`` | caller | the request tag (``R00``) of debug lines; the run's trace id |
 | ``strategy``, ``strategy_text`` | ``StrategyNode`` | phase 1's validated strategy (None if it failed) and its text form |
 | ``steps``, ``layers`` | ``LWTNode`` (or ``execute``) | the LWT script to run and its execution layers |
 | ``phase2`` | ``LWTNode`` | iterations, tool calls and the fallback used (if any) |
@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from llamabot.graph.mermaid import MermaidDiagram
-from llamabot.reasoning.anot.debug import DebugLog
 from llamabot.reasoning.anot.lwt import LWTStep, render_lwt
 from llamabot.reasoning.anot.mermaid import lwt_mermaid
 from llamabot.reasoning.anot.ranking import Ranking
@@ -30,17 +29,18 @@ from llamabot.reasoning.anot.strategy import Strategy
 from llamabot.observe.tracing import Trace
 
 
-def new_anot_state(query: str, items: Sequence[Any], *, log: DebugLog, tag: str, trace: Trace) -> dict[str, Any]:
-    """A fresh shared dict for one run: nothing is carried over from another run."""
+def new_anot_state(query: str, items: Sequence[Any], *, tag: str = "R00", trace_id: str = "") -> dict[str, Any]:
+    """A fresh shared dict for one run: nothing is carried over from another run. Data only (it can be saved
+    with :mod:`llamabot.graph.codec` at every node boundary); the live side of a run (its trace, the debug
+    log) is in the run context (``current_run()``)."""
     if not items:
         raise ValueError("ANoT needs at least one item to rank")
     return {
         "query": query,
         "items": list(items),
         "n_items": len(items),
-        "log": log,
         "tag": tag,
-        "trace": trace,
+        "trace_id": trace_id,
         "strategy": None,
         "strategy_text": "",
         "steps": [],

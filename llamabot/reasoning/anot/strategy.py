@@ -78,6 +78,12 @@ def strategy_model(vocabulary: Vocabulary) -> type[Strategy]:
     )
 
 
+def condition_model(model: type[Strategy]) -> type[Condition]:
+    """The condition class of a strategy model made by :func:`strategy_model` (``Condition`` for ``Strategy``)."""
+    annotation = model.model_fields["conditions"].annotation
+    return annotation.__args__[0]  # list[Condition subclass]
+
+
 def _remap(node: Logic, mapping: dict[int, int]) -> Logic:
     args: dict[Term, None] = {}
     for arg in node.args:
