@@ -2,7 +2,9 @@
 
 - ``step_us``: framework time per decision step (decision + tool, tracing on), scripted model behind the
   project's model seam (no LiteLLM), zero latency, model time excluded. Next to it, plain pocketflow's time
-  per node step (``pocketflow_node_us``) measured in the same run.
+  per node step (``pocketflow_node_us``) measured in the same run, the same way (median of 5 samples, gc off),
+  and ``step_vs_pocketflow`` = ``step_us / pocketflow_node_us``: what one agent decision step costs in plain
+  pocketflow node steps.
 - ``concurrent_ratio``: 1,000 concurrent ``arun`` on ONE AsyncAgentBot, 3 decisions each, scripted model with
   50 ms latency; wall time over the ideal 150 ms.
 - ``litellm_ratio``: the same 1,000 runs with the model reached through a LiteLLM custom provider with the same
@@ -11,6 +13,9 @@
 - ``reuse_ratio``: per-step time of call 200 on one reused AgentBot over its first call's.
 
     python benchmarks/agent_overhead.py [--quick]
+
+``--quick`` (or ``LLAMABOT_BENCH_QUICK=1``): the same measurements with far fewer repetitions (seconds), for
+smoke checks; its figures are noisier. The ``RESULT`` line says which mode made it (``quick=1``).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import statistics
 import time
 import warnings
@@ -63,7 +69,10 @@ class TimedModel:
         return await self.inner.acomplete(request, on_token)
 
 
-def bench_pocketflow_node_us(steps: int) -> float:
+def bench_pocketflow_node_us(steps: int, samples: int = 5) -> float:
+    """Median µs per node step of a plain pocketflow loop (one node that routes back to itself), measured
+    like ``bench_step_us`` (median of ``samples``, gc off) so the two can be divided."""
+
     class Tick(pocketflow.Node):
         def post(self, shared, prep_res, exec_res):
             shared["n"] += 1
@@ -73,15 +82,22 @@ def bench_pocketflow_node_us(steps: int) -> float:
     node = Tick()
     node - "again" >> node
     flow = pocketflow.Flow(start=node)
-    shared = {"n": 0}
-    t0 = time.perf_counter()
-    flow.run(shared)
-    return (time.perf_counter() - t0) / steps * 1e6
+    results = []
+    for _ in range(samples):
+        shared = {"n": 0}
+        gc.disable()
+        t0 = time.perf_counter()
+        flow.run(shared)
+        elapsed = time.perf_counter() - t0
+        gc.enable()
+        assert shared["n"] == steps
+        results.append(elapsed / steps * 1e6)
+    return statistics.median(results)
 
 
 def bench_step_us(runs: int) -> tuple[float, float]:
     """Returns (median framework µs per step, model µs per step)."""
-    model = TimedModel(ScriptedModel(responder=scripted_reply, record=False))
+    model = TimedModel(ScriptedModel(responder=scripted_reply, record=False, strict=False))
     samples = []
     model_us = []
     for _ in range(5):
@@ -101,7 +117,7 @@ def bench_step_us(runs: int) -> tuple[float, float]:
 
 
 async def bench_concurrent(n: int, latency: float) -> float:
-    model = ScriptedModel(responder=scripted_reply, latency_s=latency, record=False)
+    model = ScriptedModel(responder=scripted_reply, latency_s=latency, record=False, strict=False)
     bot = AsyncAgentBot(tools=CALCULATOR_TOOLS, model_name=model)
     t0 = time.perf_counter()
     results = await asyncio.gather(*(bot.arun(f"question {i}") for i in range(n)))
@@ -115,7 +131,7 @@ def register_litellm_scripted(latency: float, zero_cost: bool) -> tuple[str, Any
     from llamabot.models.litellm_model import ensure_litellm
     from llamabot.models.scripted_provider import register_scripted_provider
 
-    model = ScriptedModel(responder=scripted_reply, latency_s=latency, record=False, name=f"lat{latency}")
+    model = ScriptedModel(responder=scripted_reply, latency_s=latency, record=False, strict=False, name=f"lat{latency}")
     prefix = "benchzero" if zero_cost else "benchplain"
     return register_scripted_provider(model, prefix=prefix, zero_cost=zero_cost), ensure_litellm()
 
@@ -159,8 +175,8 @@ def litellm_cpu_per_call_ms(zero_cost: bool, calls: int = 300) -> float:
     return asyncio.run(go())
 
 
-def bench_reuse(calls: int) -> float:
-    model = ScriptedModel(responder=scripted_reply, record=False)
+def bench_reuse(calls: int, window: int = 21) -> float:
+    model = ScriptedModel(responder=scripted_reply, record=False, strict=False)
     bot = AgentBot(tools=CALCULATOR_TOOLS, model_name=model)
 
     def one_call() -> float:
@@ -168,30 +184,45 @@ def bench_reuse(calls: int) -> float:
         bot("What is (2 + 3) * 7?")
         return (time.perf_counter() - t0) / STEPS_PER_RUN
 
-    # The conversation is kept on the bot between calls; compare its first calls with calls 200 to 220
-    # (medians of 21 calls each, so one scheduler hiccup does not decide the ratio).
-    first = [one_call() for _ in range(21)]
+    # The conversation is kept on the bot between calls; compare its first calls with calls `calls` to
+    # `calls + window - 1` (medians of `window` calls each, so one scheduler hiccup does not decide the ratio).
+    first = [one_call() for _ in range(window)]
     for _ in range(calls - len(first)):
         one_call()
-    late = [one_call() for _ in range(21)]
+    late = [one_call() for _ in range(window)]
     return statistics.median(late) / statistics.median(first)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="fewer runs (for CI smoke checks)")
-    args = parser.parse_args()
-    n = 200 if args.quick else 1000
-    latency = 0.05
+def quick_mode(flag: bool) -> bool:
+    """``--quick`` or ``LLAMABOT_BENCH_QUICK=1`` (also true/yes/on)."""
+    return flag or os.environ.get("LLAMABOT_BENCH_QUICK", "").strip().lower() in ("1", "true", "yes", "on")
 
-    node_us = bench_pocketflow_node_us(20000)
-    step_us, model_us = bench_step_us(300 if args.quick else 2000)
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="far fewer repetitions (smoke checks); also LLAMABOT_BENCH_QUICK=1")
+    args = parser.parse_args()
+    quick = quick_mode(args.quick)
+    # full mode: the figures recorded in the docs; quick mode: the same measurements, seconds instead of minutes
+    n = 100 if quick else 1000
+    latency = 0.05
+    node_steps, step_runs = (2000, 50) if quick else (20000, 2000)
+    concurrent_repeats = 1 if quick else 3
+    litellm_calls = 30 if quick else 300
+    reuse_calls, reuse_window = (40, 5) if quick else (200, 21)
+    if quick:
+        print("quick mode: far fewer repetitions, noisier figures")
+
+    node_us = bench_pocketflow_node_us(node_steps)
+    step_us, model_us = bench_step_us(step_runs)
+    step_vs_pocketflow = step_us / node_us
     print(f"framework per decision step (decision + tool, tracing on): {step_us:7.1f} µs  (model excluded: {model_us:.1f} µs)")
     print(f"plain pocketflow per node step:                            {node_us:7.1f} µs")
+    print(f"one agent decision step = {step_vs_pocketflow:.1f} plain pocketflow node steps")
 
-    asyncio.run(bench_concurrent(100, 0.0))  # warm-up (first-call imports, schema caches)
+    asyncio.run(bench_concurrent(min(n, 100), 0.0))  # warm-up (first-call imports, schema caches)
     walls = []
-    for _ in range(3):
+    for _ in range(concurrent_repeats):
         gc.collect()
         walls.append(asyncio.run(bench_concurrent(n, latency)))
     wall = statistics.median(walls)
@@ -199,8 +230,8 @@ def main() -> None:
     print(f"{n} concurrent arun x {STEPS_PER_RUN} decisions @ {latency * 1000:.0f} ms: {wall * 1000:.0f} ms "
           f"(ideal {STEPS_PER_RUN * latency * 1000:.0f} ms) -> ratio {concurrent_ratio:.2f}")
 
-    plain_ms = litellm_cpu_per_call_ms(zero_cost=False)
-    zero_ms = litellm_cpu_per_call_ms(zero_cost=True)
+    plain_ms = litellm_cpu_per_call_ms(zero_cost=False, calls=litellm_calls)
+    zero_ms = litellm_cpu_per_call_ms(zero_cost=True, calls=litellm_calls)
     print(f"LiteLLM CPU per call: {plain_ms:.2f} ms unknown model, {zero_ms:.2f} ms registered zero-cost "
           f"({(1 - zero_ms / plain_ms) * 100:.0f}% less)")
 
@@ -209,13 +240,13 @@ def main() -> None:
     print(f"through LiteLLM: agent {agent_wall * 1000:.0f} ms vs raw litellm.acompletion {raw_wall * 1000:.0f} ms "
           f"-> ratio {litellm_ratio:.2f}")
 
-    reuse_ratio = bench_reuse(200)
-    print(f"reused bot: per-step time at call 200 / first calls -> ratio {reuse_ratio:.2f}")
+    reuse_ratio = bench_reuse(reuse_calls, reuse_window)
+    print(f"reused bot: per-step time at call {reuse_calls} / first calls -> ratio {reuse_ratio:.2f}")
 
     print(
-        f"RESULT step_us={step_us:.1f} pocketflow_node_us={node_us:.2f} concurrent_ratio={concurrent_ratio:.3f} "
-        f"litellm_ratio={litellm_ratio:.3f} reuse_ratio={reuse_ratio:.3f} litellm_call_ms={plain_ms:.2f} "
-        f"litellm_zero_cost_call_ms={zero_ms:.2f}"
+        f"RESULT step_us={step_us:.1f} pocketflow_node_us={node_us:.2f} step_vs_pocketflow={step_vs_pocketflow:.1f} "
+        f"concurrent_ratio={concurrent_ratio:.3f} litellm_ratio={litellm_ratio:.3f} reuse_ratio={reuse_ratio:.3f} "
+        f"litellm_call_ms={plain_ms:.2f} litellm_zero_cost_call_ms={zero_ms:.2f} quick={int(quick)}"
     )
 
 

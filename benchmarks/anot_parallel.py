@@ -2,7 +2,11 @@
 
 - ``parallel_ratio``: an LWT script of 10 independent condition steps plus a final step that reads all of them,
   run by ``AsyncANoTBot.aexecute`` on a scripted model with 100 ms latency per call: wall time over the ideal
-  200 ms (two layers). Median of ``--repeats`` runs. Target: at most 1.1.
+  200 ms (two layers). Median of ``--repeats`` runs. Target: at most 1.1. Each run also checks the outcome
+  under ANoT's default ``rank_by="scores"``: the result's ranking is the logic over the condition steps (here,
+  with no strategy, votes: every condition step lists items 1 and 3, so 1 and 3 lead), and the final step,
+  which reads all ten condition outputs, did run in the second layer (its own ranking is kept as
+  ``final_ranking``).
 - ``token_ratio``: prompt tokens per request of ANoT over those of the CoT baseline, on the dev requests
   (``--data``, 10 candidates, seed 0). Both methods run on a scripted model, so the prompts are exactly the ones
   each method sends, and every prompt is counted with LiteLLM's ``litellm.token_counter`` (messages plus tool
@@ -13,9 +17,13 @@
   has the measured tokens of real runs. ``token_ratio_full_context`` compares with a CoT prompt holding every
   item in full (all reviews), i.e. without the baseline's token budget.
 
-    python benchmarks/anot_parallel.py [--data DIR] [--repeats 5]
+    python benchmarks/anot_parallel.py [--data DIR] [--repeats 5] [--quick]
 
-Prints, does not assert. Ends with one ``RESULT`` line.
+``--quick`` (or ``LLAMABOT_BENCH_QUICK=1``): one parallel run and the tokens of the first ``QUICK_REQUESTS``
+requests only (seconds), for smoke checks; its token figures are on that subset.
+
+Prints the figures (the only asserts check that the runs did what they measure). Ends with one ``RESULT``
+line (``quick=1`` when made in quick mode).
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ DEFAULT_DATA = ROOT.parent / "shared" / "data" / "philly_cafes_dev"
 FALLBACK_DATA = ROOT / "tests" / "fixtures" / "anot" / "philly_cafes_mini"
 LATENCY_S = 0.1
 COUNT_MODEL = "local/qwen2.5-coder-1.5b"
+QUICK_REQUESTS = 3
 
 
 # -- parallelism -------------------------------------------------------------------------------------------
@@ -63,8 +72,19 @@ def bench_parallel(repeats: int) -> tuple[float, list[float]]:
         started = time.perf_counter()
         result = asyncio.run(bot.aexecute(PARALLEL_SCRIPT, items))
         walls.append(time.perf_counter() - started)
-        assert result.ranking.parsed == (1, 2, 3, 4, 5), result.ranking
+        check_parallel_result(result)
     return statistics.median(walls) / (2 * LATENCY_S), walls
+
+
+def check_parallel_result(result: Any) -> None:
+    """The run did the whole job under the default ranking (``rank_by="scores"``): all ten condition steps and
+    the final step answered, the ranking is the one by condition votes (items 1 and 3 are listed by every
+    condition step), and the final step's own answer was parsed (``final_ranking``)."""
+    assert set(result.outputs) == {f"c{i}" for i in range(1, 11)} | {"final"}, sorted(result.outputs)
+    assert result.ranking == result.score_ranking, (result.ranking, result.score_ranking)
+    assert result.ranking.source == "scores", result.ranking
+    assert result.ranking.top(2) == (1, 3), result.ranking
+    assert result.final_ranking.parsed == (1, 2, 3, 4, 5), result.final_ranking
 
 
 # -- tokens ------------------------------------------------------------------------------------------------
@@ -121,12 +141,13 @@ def count_tokens(litellm: Any, request: ModelRequest) -> int:
     return litellm.token_counter(model=COUNT_MODEL, messages=request.messages, tools=request.tools or None)
 
 
-def bench_tokens(dataset: Dataset, candidates: int) -> dict[str, Any]:
+def bench_tokens(dataset: Dataset, candidates: int, max_requests: int | None = None) -> dict[str, Any]:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
+    requests = list(dataset.requests)[:max_requests]
     anot_totals, cot_totals, full_totals, phases = [], [], [], {"P1": 0, "P2": 0, "P3": 0}
-    for request in dataset.requests:
+    for request in requests:
         chosen = select_candidates(len(dataset.items), request.gold_idx, candidates, 0, request.id)
         items = [dataset.items[i] for i in chosen]
         anot_model = ScriptedModel(responder=anot_responder(reference_strategy(request, len(items))))
@@ -145,7 +166,7 @@ def bench_tokens(dataset: Dataset, candidates: int) -> dict[str, Any]:
         full_totals.append(
             litellm.token_counter(model=COUNT_MODEL, messages=[{"role": "system", "content": COT_SYSTEM}, {"role": "user", "content": full}])
         )
-    n = len(dataset.requests)
+    n = len(requests)
     return {
         "requests": n,
         "anot": sum(anot_totals) / n,
@@ -155,20 +176,30 @@ def bench_tokens(dataset: Dataset, candidates: int) -> dict[str, Any]:
     }
 
 
+def quick_mode(flag: bool) -> bool:
+    """``--quick`` or ``LLAMABOT_BENCH_QUICK=1`` (also true/yes/on)."""
+    return flag or os.environ.get("LLAMABOT_BENCH_QUICK", "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA if DEFAULT_DATA.is_dir() else FALLBACK_DATA)
     parser.add_argument("--candidates", type=int, default=10)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=None, help="parallel runs (default 5; 1 in quick mode)")
+    parser.add_argument("--quick", action="store_true", help="far fewer repetitions (smoke checks); also LLAMABOT_BENCH_QUICK=1")
     args = parser.parse_args()
+    quick = quick_mode(args.quick)
+    repeats = args.repeats if args.repeats is not None else (1 if quick else 5)
+    if quick:
+        print(f"quick mode: {repeats} parallel run(s), tokens of the first {QUICK_REQUESTS} requests")
 
-    parallel_ratio, walls = bench_parallel(args.repeats)
+    parallel_ratio, walls = bench_parallel(repeats)
     print(f"phase 3, 10 independent steps + final, {LATENCY_S * 1000:.0f} ms per call: "
           f"wall {', '.join(f'{w * 1000:.1f}' for w in walls)} ms; ideal {2 * LATENCY_S * 1000:.0f} ms; "
           f"ratio {parallel_ratio:.3f} (target <= 1.1)")
 
     dataset = load_dataset(args.data)
-    tokens = bench_tokens(dataset, min(args.candidates, len(dataset.items)))
+    tokens = bench_tokens(dataset, min(args.candidates, len(dataset.items)), QUICK_REQUESTS if quick else None)
     token_ratio = tokens["anot"] / tokens["cot"]
     full_ratio = tokens["anot"] / tokens["full"]
     print(f"prompt tokens per request on {dataset.name} ({tokens['requests']} requests, {args.candidates} candidates, "
@@ -179,7 +210,7 @@ def main() -> None:
     print(
         f"RESULT parallel_ratio={parallel_ratio:.3f} token_ratio={token_ratio:.3f} "
         f"token_ratio_full_context={full_ratio:.3f} anot_prompt_tokens={tokens['anot']:.0f} "
-        f"cot_prompt_tokens={tokens['cot']:.0f}"
+        f"cot_prompt_tokens={tokens['cot']:.0f} requests={tokens['requests']} quick={int(quick)}"
     )
 
 

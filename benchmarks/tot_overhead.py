@@ -9,12 +9,16 @@
 The model is instant or sleeps; the numbers are the framework's own cost, not the model's.
 
     python benchmarks/tot_overhead.py [--quick]
+
+``--quick`` (or ``LLAMABOT_BENCH_QUICK=1``): 5 rounds and 50 concurrent searches instead of 30 and 200, for
+smoke checks. Ends with one ``RESULT`` line (``quick=1`` when made in quick mode).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import time
 from typing import Any
@@ -88,7 +92,7 @@ def async_ratio(runs: int, latency: float) -> float:
 
     async def main() -> tuple[float, int]:
         started = time.perf_counter()
-        results = await asyncio.gather(*(bot(f"problem {i}") for i in range(runs)))
+        results = await asyncio.gather(*(bot.arun(f"problem {i}") for i in range(runs)))
         # two calls (generate, evaluate) per expanded node
         longest = max(2 * sum(1 for n in r.machine.nodes.values() if n.children) for r in results)
         return time.perf_counter() - started, longest
@@ -97,14 +101,27 @@ def async_ratio(runs: int, latency: float) -> float:
     return wall / (longest_calls * latency)
 
 
+def quick_mode(flag: bool) -> bool:
+    """``--quick`` or ``LLAMABOT_BENCH_QUICK=1`` (also true/yes/on)."""
+    return flag or os.environ.get("LLAMABOT_BENCH_QUICK", "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="fewer rounds")
+    parser.add_argument("--quick", action="store_true", help="far fewer repetitions (smoke checks); also LLAMABOT_BENCH_QUICK=1")
     args = parser.parse_args()
-    rounds = 5 if args.quick else 30
-    print(f"update_us        {update_us(rounds):8.1f}")
-    print(f"driver_step_us   {driver_step_us(rounds):8.1f}")
-    print(f"async_ratio      {async_ratio(50 if args.quick else 200, 0.02):8.2f}")
+    quick = quick_mode(args.quick)
+    rounds = 5 if quick else 30
+    searches = 50 if quick else 200
+    if quick:
+        print(f"quick mode: {rounds} rounds, {searches} concurrent searches")
+    update_cost = update_us(rounds)
+    print(f"update_us        {update_cost:8.1f}")
+    driver = driver_step_us(rounds)
+    print(f"driver_step_us   {driver:8.1f}")
+    ratio = async_ratio(searches, 0.02)
+    print(f"async_ratio      {ratio:8.2f}")
+    print(f"RESULT update_us={update_cost:.2f} driver_step_us={driver:.1f} async_ratio={ratio:.3f} quick={int(quick)}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,82 @@
+"""Smoke tests for ``benchmarks/``: every script runs in quick mode and ends with a well-formed ``RESULT`` line.
+
+No timing thresholds: speed is what the benchmarks measure, not what tests assert. Each script runs in a
+subprocess (``sys.executable benchmarks/X.py --quick``) from the repository root, as a user would run it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+TIMEOUT_S = 300
+
+#: The keys each script's RESULT line must carry (more are allowed).
+EXPECTED_KEYS: dict[str, set[str]] = {
+    "agent_overhead.py": {
+        "step_us", "pocketflow_node_us", "step_vs_pocketflow", "concurrent_ratio", "litellm_ratio", "reuse_ratio",
+        "litellm_call_ms", "litellm_zero_cost_call_ms", "quick",
+    },
+    "anot_parallel.py": {
+        "parallel_ratio", "token_ratio", "token_ratio_full_context", "anot_prompt_tokens", "cot_prompt_tokens",
+        "requests", "quick",
+    },
+    "aot_parallel.py": {"parallel_ratio", "parallel_ratio_threads", "sequential_s", "quick"},
+    "import_time.py": {
+        "llamabot_ms", "llamabot_bots_ms", "llamabot_agent_ms", "llamabot_cli_ms", "litellm_ms", "llamabot_vs_litellm",
+        "quick",
+    },
+    "tot_overhead.py": {"update_us", "driver_step_us", "async_ratio", "quick"},
+}
+
+
+def run_benchmark(script: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if k != "LLAMABOT_BENCH_QUICK"}
+    environment.update(env or {})
+    return subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT_S, env=environment,
+    )
+
+
+def parse_result(stdout: str) -> dict[str, float]:
+    """The key=value pairs of the one line starting with ``RESULT``, as numbers."""
+    lines = [line for line in stdout.splitlines() if line.startswith("RESULT")]
+    assert len(lines) == 1, f"expected one RESULT line, got {lines!r}\n{stdout}"
+    fields: dict[str, float] = {}
+    for pair in lines[0].split()[1:]:
+        key, sep, value = pair.partition("=")
+        assert sep and key, f"not key=value: {pair!r} in {lines[0]!r}"
+        try:
+            fields[key] = float(value)
+        except ValueError:
+            pytest.fail(f"{key}={value!r} is not a number in {lines[0]!r}")
+        assert math.isfinite(fields[key]), f"{key}={value!r} is not finite in {lines[0]!r}"
+    return fields
+
+
+def test_every_benchmark_has_a_smoke_test() -> None:
+    assert {p.name for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_")} == set(EXPECTED_KEYS)
+
+
+@pytest.mark.parametrize("script", sorted(EXPECTED_KEYS))
+def test_benchmark_quick_mode(script: str) -> None:
+    result = run_benchmark(script, "--quick")
+    assert result.returncode == 0, f"{script} exited {result.returncode}\n{result.stdout}\n{result.stderr}"
+    fields = parse_result(result.stdout)
+    assert EXPECTED_KEYS[script] <= set(fields), f"missing {EXPECTED_KEYS[script] - set(fields)} in {fields}"
+    assert fields["quick"] == 1
+
+
+def test_quick_mode_from_the_environment() -> None:
+    """``LLAMABOT_BENCH_QUICK=1`` is quick mode without the flag (the cheapest script stands for all)."""
+    result = run_benchmark("aot_parallel.py", env={"LLAMABOT_BENCH_QUICK": "1"})
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    assert parse_result(result.stdout)["quick"] == 1
