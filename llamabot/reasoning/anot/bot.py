@@ -1,12 +1,15 @@
 """ANoTBot and AsyncANoTBot: rank any list of JSON items for a request with ANoT's three phases.
 
-    StrategyNode -("lwt")-> LWTNode -("execute")-> LayerNode -("layer")-> LayerNode -("rank")-> RankNode
+    StrategyNode -("lwt")-> LWTStartNode -> decide -(tool)-> lwt_list | lwt_insert | lwt_set | read -("decide")-> decide
+                                             decide -("done")-> done -> LWTEndNode    (any phase 2 step -("failed")-> LWTEndNode)
+    LWTEndNode -("execute")-> LayerNode -("layer")-> LayerNode -("rank")-> RankNode
 
-Phase 2 *is* an ``AsyncAgentBot`` graph (decision node + one tool node per tool) whose decision node offers
-only ``lwt_list``, ``lwt_insert``, ``lwt_set``, ``read`` and the terminal ``done`` (its forced final decision
-names ``done``). Every graph is built per bot; every run gets a fresh shared dict, script and trace, so
-concurrent ``arun`` calls on one bot never share state. The condition vocabulary is a constructor argument
-(``YELP_VOCABULARY`` by default), not hard-coded.
+Phase 2 *is* the agent graph (the agent's decision node + one tool node per tool, wired as ``AgentBot`` wires
+them) inside the ANoT flow: its decision node offers only ``lwt_list``, ``lwt_insert``, ``lwt_set``, ``read``
+and the terminal ``done`` (its forced final decision names ``done``), and its run state lives in the ANoT
+state. Every graph is built per bot; every run gets a fresh shared dict and trace, so concurrent ``arun``
+calls on one bot never share state. The condition vocabulary is a constructor argument (``YELP_VOCABULARY``
+by default), not hard-coded. Debug lines come from a lifecycle hook (:class:`DebugHook`).
 """
 
 from __future__ import annotations
@@ -14,28 +17,37 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from llamabot.agents.agentbot import AsyncAgentBot
 from llamabot.bot.structuredbot import StructuredBot
 from llamabot.bot.toolbot import ToolBot
 from llamabot.graph.flow import AsyncFlow, Flow
-from llamabot.graph.nodes import DecideNode
+from llamabot.graph.graphbot import GraphBot
 from llamabot.graph.mermaid import MermaidDiagram, to_mermaid
 from llamabot.models.seam import ChatModel, get_model
-from llamabot.reasoning.anot.debug import SUMMARY, DebugLog
+from llamabot.observe.hooks import RunHooks
+from llamabot.observe.tracing import Trace, close_span, current_run, current_span
+from llamabot.reasoning.anot.debug import TAG_KEY, DebugHook, DebugLog
 from llamabot.reasoning.anot.executor import DEFAULT_CONCURRENCY
 from llamabot.reasoning.anot.lwt import LWTStep, execution_layers, parse_lwt
-from llamabot.reasoning.anot.nodes import LOG_KEY, LayerNode, LWTNode, RankNode, StrategyNode
+from llamabot.reasoning.anot.nodes import (
+    FAILED,
+    P2_SPAN_KEY,
+    LayerNode,
+    LWTDecideNode,
+    LWTEndNode,
+    LWTStartNode,
+    LWTToolNode,
+    RankNode,
+    StrategyNode,
+)
 from llamabot.reasoning.anot.prompts import PHASE1_SYSTEM, PHASE2_SYSTEM, PHASE2_SYSTEM_DRAFT
 from llamabot.reasoning.anot.ranking import Ranking
 from llamabot.reasoning.anot.state import ANoTResult, new_anot_state
-from llamabot.reasoning.anot.stats import phase_stats, total
+from llamabot.reasoning.anot.stats import phase_stats
 from llamabot.reasoning.anot.strategy import condition_model, strategy_model
 from llamabot.reasoning.anot.substitution import DEFAULT_MAX_CHARS
 from llamabot.reasoning.anot.tools import PHASE2_TOOLS, done
 from llamabot.reasoning.anot.vocabulary import YELP_VOCABULARY, Vocabulary, describe_vocabulary
-from llamabot.graph.graphbot import GraphBot
-from llamabot.observe.hooks import RunHooks
-from llamabot.observe.tracing import Trace, current_span
+from llamabot.tools.tool import DECIDE, as_tool
 
 
 class ANoTBot(GraphBot):
@@ -74,7 +86,9 @@ class ANoTBot(GraphBot):
         hooks: Iterable[RunHooks] = (),
         **completion_kwargs: Any,
     ):
-        super().__init__(hooks=hooks)
+        self.log = DebugLog.resolve(debug, debug_sink)
+        self.debug_hook = DebugHook(self.log)
+        super().__init__(hooks=(self.debug_hook, *hooks))
         self.model = get_model(model_name)
         self.model_name = self.model.name
         self.vocabulary = tuple(vocabulary)
@@ -82,7 +96,6 @@ class ANoTBot(GraphBot):
         #: The run-time classes in the run state, for the state codec (``dumps_state(state, allowed=...)``,
         #: checkpoints): the vocabulary's strategy model and its condition model.
         self.state_classes = (self.strategy_model, condition_model(self.strategy_model))
-        self.log = DebugLog.resolve(debug, debug_sink)
         planner = StructuredBot(
             PHASE1_SYSTEM.format(vocabulary=describe_vocabulary(self.vocabulary)),
             self.strategy_model,
@@ -92,18 +105,19 @@ class ANoTBot(GraphBot):
         )
         agent_kwargs = {**completion_kwargs, "max_tokens": agent_max_tokens}
         agent_system = PHASE2_SYSTEM_DRAFT if draft else PHASE2_SYSTEM
-        decide = DecideNode(
+        self.decide_node = LWTDecideNode(
             ToolBot(agent_system, self.model, tools=PHASE2_TOOLS, **agent_kwargs),
             ToolBot(agent_system, self.model, tools=PHASE2_TOOLS, tool_choice=done.tool.name, **agent_kwargs),
             max_iterations=max_iterations,
             max_errors=max_errors,
             history_limit=history_limit,
         )
-        self.agent = AsyncAgentBot(
-            tools=PHASE2_TOOLS, system_prompt=agent_system, model_name=self.model, decide_node=decide, max_errors=max_errors
-        )
+        self.tool_nodes = {
+            t.name: LWTToolNode(t, max_errors=max_errors, read_chars=read_chars) for t in map(as_tool, PHASE2_TOOLS)
+        }
         self.strategy_node = StrategyNode(planner, self.vocabulary)
-        self.lwt_node = LWTNode(self.agent, self.vocabulary, draft=draft, read_chars=read_chars)
+        self.lwt_node = LWTStartNode(self.vocabulary, draft=draft)
+        self.lwt_end_node = LWTEndNode()
         self.layer_node = LayerNode(
             self.model,
             {**completion_kwargs, "max_tokens": step_max_tokens},
@@ -112,7 +126,16 @@ class ANoTBot(GraphBot):
         )
         self.rank_node = RankNode(rank_by)
         self.strategy_node - "lwt" >> self.lwt_node
-        self.lwt_node - "execute" >> self.layer_node
+        self.lwt_node >> self.decide_node
+        # phase 2: the agent graph, wired as AgentBot wires it, with two exits to LWTEndNode
+        for name, node in self.tool_nodes.items():
+            self.decide_node - name >> node
+            node - (node.tool.loopback_name or DECIDE) >> self.decide_node
+            node - FAILED >> self.lwt_end_node
+        self.decide_node - DECIDE >> self.decide_node
+        self.decide_node - FAILED >> self.lwt_end_node
+        self.tool_nodes[done.tool.name] >> self.lwt_end_node  # done() finished the script
+        self.lwt_end_node - "execute" >> self.layer_node
         self.layer_node - "layer" >> self.layer_node
         self.layer_node - "rank" >> self.rank_node
         self.set_graph(self.strategy_node)
@@ -137,8 +160,14 @@ class ANoTBot(GraphBot):
         return shared
 
     def run_values(self, options: dict[str, Any]) -> dict[str, Any]:
-        """The run's live values (never in the state): its debug log."""
-        return {LOG_KEY: self.log}
+        """The run's live values (never in the state): the request tag of its debug lines; the open ``P2``
+        span is kept here too while phase 2 runs."""
+        return {TAG_KEY: options.get("request_tag", "R00")}
+
+    def failed(self, state: dict[str, Any], error: BaseException) -> None:
+        context = current_run()
+        if context is not None:  # the run ends inside phase 2 (cancelled, interrupted): close its span
+            close_span(context.values.pop(P2_SPAN_KEY, None), None, error)
 
     def result(self, shared: dict[str, Any], trace: Trace) -> ANoTResult:
         stats = phase_stats(trace, current_span())  # the phases of this run (its span is the active one)
@@ -156,12 +185,6 @@ class ANoTBot(GraphBot):
             stats=stats,
             trace=trace,
             n_items=shared["n_items"],
-        )
-        totals = total(stats)
-        self.log(
-            SUMMARY, "RUN", shared["tag"],
-            f"{len(stats)} phases, {totals.seconds:.1f} s, {totals.calls} LLM calls, "
-            f"{totals.prompt_tokens} prompt + {totals.completion_tokens} completion tokens",
         )
         self.last_result = result
         return result
@@ -194,7 +217,7 @@ class ANoTBot(GraphBot):
         return (await self.arun_with_trace(query, items=items, script=script, request_tag=request_tag))[0]
 
     def to_mermaid(self) -> MermaidDiagram:
-        """The ANoT graph as a mermaid diagram (phase 2's agent graph is drawn by ``bot.agent.to_mermaid()``)."""
+        """The ANoT graph as a mermaid diagram, phase 2's agent nodes included."""
         return MermaidDiagram(to_mermaid(self.flow))
 
 

@@ -13,13 +13,13 @@ from typing import Any
 
 from llamabot.models.exchange import arun_exchange, run_exchange
 from llamabot.models.seam import ChatModel, get_model
+from llamabot.observe.tracing import Span, Trace, run, span
 from llamabot.reasoning.anot.debug import FULL, SUMMARY, DebugLog
 from llamabot.reasoning.anot.executor import prompt_exchange
 from llamabot.reasoning.anot.item_views import TokenCounter, approx_tokens, render_items_budgeted
 from llamabot.reasoning.anot.prompts import COT_SYSTEM, COT_USER
 from llamabot.reasoning.anot.ranking import Ranking, parse_ranking
 from llamabot.reasoning.anot.stats import PHASE_KIND, PhaseStats, phase_stats, total
-from llamabot.observe.tracing import Span, Trace, run, span
 
 DEFAULT_TOKEN_BUDGET = 5500
 
@@ -102,11 +102,12 @@ class CoTBot:
 
     def __call__(self, query: str, items: Sequence[Any], *, request_tag: str = "R00") -> CoTResult:
         prompt = self.prompt(query, items)
-        self.log(FULL, "CoT", request_tag, f"prompt: {prompt}")
-        with run(type(self).__name__, query=query) as trace, span("cot", "anot_run") as root:
-            with span("CoT", PHASE_KIND):
-                output = run_exchange(prompt_exchange(self.model_name, COT_SYSTEM, prompt, self.params), self.model)
-        return self._result(output, len(items), trace, root, request_tag)
+        with self.log.session():  # the debug lines of this call (see debug.py)
+            self.log(FULL, "CoT", request_tag, f"prompt: {prompt}")
+            with run(type(self).__name__, query=query) as trace, span("cot", "anot_run") as root:
+                with span("CoT", PHASE_KIND):
+                    output = run_exchange(prompt_exchange(self.model_name, COT_SYSTEM, prompt, self.params), self.model)
+            return self._result(output, len(items), trace, root, request_tag)
 
 
 class AsyncCoTBot(CoTBot):
@@ -114,8 +115,10 @@ class AsyncCoTBot(CoTBot):
 
     async def arun(self, query: str, items: Sequence[Any], *, request_tag: str = "R00") -> CoTResult:
         prompt = self.prompt(query, items)
-        self.log(FULL, "CoT", request_tag, f"prompt: {prompt}")
-        with run(type(self).__name__, query=query) as trace, span("cot", "anot_run") as root:
-            with span("CoT", PHASE_KIND):
-                output = await arun_exchange(prompt_exchange(self.model_name, COT_SYSTEM, prompt, self.params), self.model)
-        return self._result(output, len(items), trace, root, request_tag)
+        with self.log.session():
+            self.log(FULL, "CoT", request_tag, f"prompt: {prompt}")
+            with run(type(self).__name__, query=query) as trace, span("cot", "anot_run") as root:
+                with span("CoT", PHASE_KIND):
+                    output = await arun_exchange(prompt_exchange(self.model_name, COT_SYSTEM, prompt, self.params),
+                                                 self.model)
+            return self._result(output, len(items), trace, root, request_tag)

@@ -1,18 +1,27 @@
-"""The nodes of the ANoT graph, one per phase (all :class:`DualNode`s: ``prep``/``post`` once, ``exec`` twins)::
+"""The nodes of the ANoT graph (all :class:`DualNode`s: ``prep``/``post`` once, ``exec`` twins)::
 
-    StrategyNode -("lwt")-> LWTNode -("execute")-> LayerNode -("layer")-> LayerNode ... -("rank")-> RankNode
+    StrategyNode -("lwt")-> LWTStartNode -> DecideNode <-> LWTToolNode (lwt_list, lwt_insert, lwt_set, read)
+                                            DecideNode -("done")-> LWTToolNode done -> LWTEndNode
+    (any phase 2 step -("failed")-> LWTEndNode)
+    LWTEndNode -("execute")-> LayerNode -("layer")-> LayerNode ... -("rank")-> RankNode
 
 - ``StrategyNode`` (phase 1): the request and the items' compact schema -> a validated :class:`Strategy`
   (``StructuredBot``'s exchange: bounded repair). If no valid strategy comes, phase 2 works from the request.
-- ``LWTNode`` (phase 2): runs the AgentBot graph (decision node + ``lwt_*``/``read``/``done`` tool nodes) on a
-  fresh per-run script, starting from the draft compiled from the strategy. If the agent run fails (too many
-  invalid calls, a script ``done`` keeps refusing, a text reply, or a failed model call), the agent's script if
-  executable, else the draft, else a one-step script runs, and the reason is kept in ``phase2``.
+- Phase 2 is the agent graph itself, wired into the ANoT flow: ``LWTStartNode`` compiles the draft, puts the
+  script to edit (``script``: a list of steps) and the agent's run state (``memory``, ``_pending``,
+  ``iteration_count``... see :mod:`llamabot.graph.agent_state`) into the ANoT state, and opens the ``P2`` phase
+  span; a ``DecideNode`` and one ``LWTToolNode`` per tool edit the script; the terminal ``done`` leads to
+  ``LWTEndNode``, which closes the phase and picks the script to run. A phase 2 step that raises (too many
+  invalid calls, a text reply, a failed model call, ``done`` refusing too often) routes ``"failed"`` to
+  ``LWTEndNode`` instead of failing the run: the agent's script if executable, else the draft, else a one-step
+  script runs, and the reason is kept in ``phase2`` and ``errors``.
 - ``LayerNode`` (phase 3): one visit per execution layer; fills the layer's steps and runs them (concurrently
   in the async flow), then loops to itself until the last layer.
 - ``RankNode``: parses the final step's output into a ranking (fallbacks in ``ranking.py``); ends the run.
 
-Nodes keep no per-run attributes: everything per run is in the shared dict (see ``state.py``).
+Nodes keep no per-run attributes and log nothing: everything per run is data in the shared dict (see
+``state.py``), the live side (the ``P2`` span handle) in the run's values; debug lines come from the run's
+hooks (``debug.py``).
 """
 
 from __future__ import annotations
@@ -22,19 +31,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from llamabot.agents.agentbot import AgentBot
-from llamabot.models.exchange import arun_exchange, run_exchange
 from llamabot.bot.structuredbot import StructuredBot
+from llamabot.errors import StructuredOutputError
 from llamabot.graph.agent_state import new_run_state
 from llamabot.graph.flow import DualNode
-from llamabot.errors import StructuredOutputError
+from llamabot.graph.nodes import DecideNode, FuncNode
+from llamabot.models.exchange import arun_exchange, run_exchange
 from llamabot.models.seam import ChatModel
-from llamabot.reasoning.anot.debug import FULL, SUMMARY, VERBOSE, DebugLog
+from llamabot.observe.tracing import Span, close_span, current_run, current_span, open_span, span
 from llamabot.reasoning.anot.draft import draft_lwt, fallback_lwt
 from llamabot.reasoning.anot.executor import DEFAULT_CONCURRENCY, StepCall, arun_layer, fill_layer, run_layer
 from llamabot.reasoning.anot.item_views import compact_schema
 from llamabot.reasoning.anot.logic import logic_scores
-from llamabot.reasoning.anot.lwt import LWTError, LWTStep, execution_layers, final_step, render_lwt
+from llamabot.reasoning.anot.lwt import LWTError, LWTStep, execution_layers, final_step
 from llamabot.reasoning.anot.prompts import PHASE1_USER, PHASE2_USER_DRAFT, PHASE2_USER_EMPTY
 from llamabot.reasoning.anot.ranking import (
     RANK_BY,
@@ -45,7 +54,7 @@ from llamabot.reasoning.anot.ranking import (
     ranked_by_scores,
 )
 from llamabot.reasoning.anot.script import LWTScript
-from llamabot.reasoning.anot.stats import PHASE_KIND, model_calls_in
+from llamabot.reasoning.anot.stats import PHASE_KIND
 from llamabot.reasoning.anot.strategy import (
     Strategy,
     brief_conditions,
@@ -55,36 +64,12 @@ from llamabot.reasoning.anot.strategy import (
 from llamabot.reasoning.anot.substitution import DEFAULT_MAX_CHARS, SubstitutionContext
 from llamabot.reasoning.anot.tools import PHASE2_KEY, Phase2Context
 from llamabot.reasoning.anot.vocabulary import Vocabulary
-from llamabot.observe.tracing import Span, current_run, current_trace, run, span
+from llamabot.tools.tool import Tool
 
-
-#: The run value (``current_run().values``) holding the run's :class:`DebugLog`: a live handle, never in the state.
-LOG_KEY = "anot_log"
-_SILENT = DebugLog()
-
-
-def run_log() -> DebugLog:
-    """The active run's debug log (silent outside an ANoT run)."""
-    context = current_run()
-    return context.values.get(LOG_KEY, _SILENT) if context is not None else _SILENT
-
-
-def log_model_calls(shared: dict[str, Any], phase_name: str, phase: Span | None) -> None:
-    """At level FULL, every prompt and response of the phase's model calls (read off the trace)."""
-    log = run_log()
-    trace = current_trace()
-    if phase is None or trace is None or not log.enabled(FULL):
-        return
-    for call in model_calls_in(trace, phase):
-        request, reply = call.attributes.get("request"), call.attributes.get("reply")
-        if request is not None:
-            for message in request.messages:
-                content = message.get("content") or ""
-                calls = message.get("tool_calls")
-                log(FULL, phase_name, shared["tag"], f"prompt {message['role']}: {content}" + (f" {calls}" if calls else ""))
-        if reply is not None:
-            calls = ", ".join(f"{c.name}({c.arguments})" for c in reply.tool_calls)
-            log(FULL, phase_name, shared["tag"], f"response: {reply.content or ''}{calls}")
+#: The action of a phase 2 step that failed: it leads to :class:`LWTEndNode` (the fallback).
+FAILED = "failed"
+#: The run value holding the open ``P2`` phase span (a live handle: never in the state).
+P2_SPAN_KEY = "_anot_p2_span"
 
 
 # -- phase 1 -----------------------------------------------------------------------------------------------
@@ -115,10 +100,6 @@ def _phase1_failure(exc: BaseException) -> str:
     return f"phase 1: {exc}"
 
 
-def _phase2_failure(exc: BaseException) -> str:
-    return f"phase 2: {type(exc).__name__}: {exc}"
-
-
 class StrategyNode(DualNode):
     """Phase 1: the request and a compact schema of the items -> a validated strategy."""
 
@@ -132,7 +113,6 @@ class StrategyNode(DualNode):
 
     def prep(self, shared: dict[str, Any]) -> str:
         query = shared["query"]
-        run_log()(SUMMARY, "P1", shared["tag"], f"Planning for: {query[:80]}{'...' if len(query) > 80 else ''}")
         schema = compact_schema(shared["items"], self.schema_examples)
         return PHASE1_USER.format(query=query, n_items=shared["n_items"], schema=schema)
 
@@ -147,102 +127,149 @@ class StrategyNode(DualNode):
         return outcome
 
     def post(self, shared: dict[str, Any], message: str, outcome: PhaseOutcome) -> str:
-        log, tag = run_log(), shared["tag"]
-        log_model_calls(shared, "P1", outcome.phase)
         strategy: Strategy | None = outcome.value
         if strategy is None:
             shared["errors"].append(outcome.error)
-            log(SUMMARY, "P1", tag, f"No valid strategy ({outcome.error}); phase 2 works from the request")
             return "lwt"
+        step = current_span()  # this node's span: what the hooks (debug lines) read
         if strategy.total_items != shared["n_items"]:
-            log(VERBOSE, "P1", tag, f"TOTAL_ITEMS {strategy.total_items} corrected to {shared['n_items']}")
+            if step is not None:
+                step.attributes["corrected_total"] = (strategy.total_items, shared["n_items"])
             strategy.total_items = shared["n_items"]
         strategy, merged = merge_duplicate_conditions(strategy)
-        if merged:
-            log(VERBOSE, "P1", tag, "Merged repeated conditions: " + ", ".join(f"{a} = {b}" for a, b in merged.items()))
+        if merged and step is not None:
+            step.attributes["merged"] = merged
         shared["strategy"] = strategy
         shared["strategy_text"] = render_strategy(strategy, self.vocabulary)
-        log(VERBOSE, "P1", tag, shared["strategy_text"])
         return "lwt"
 
 
-# -- phase 2 -----------------------------------------------------------------------------------------------
+# -- phase 2: the agent graph inside the ANoT flow ------------------------------------------------------------
+
+
+def phase2_context(shared: dict[str, Any], read_chars: int) -> Phase2Context:
+    """The tools' view of the run's phase 2 data: the script in ``shared["script"]`` (edited in place) and the
+    tool-call record in ``shared["phase2"]["tool_calls"]``."""
+    items = shared["items"]
+    return Phase2Context(LWTScript.editing(shared["script"], items), items, shared["query"], read_chars,
+                         shared["phase2"]["tool_calls"])
+
+
+def phase2_failed(shared: dict[str, Any], exc: Exception) -> str:
+    """Keep why phase 2 stopped (the agent gave up, or its model failed) and route to the fallback."""
+    shared["phase2"]["error"] = f"phase 2: {type(exc).__name__}: {exc}"
+    return FAILED
+
+
+class Phase2Step:
+    """Mixin of the phase 2 nodes: a step that raises an ``Exception`` ends phase 2 (action ``"failed"``, to
+    :class:`LWTEndNode`) instead of the run. The step's own span is closed with the error first."""
+
+    def _run(self, shared: dict[str, Any]) -> Any:
+        try:
+            return super()._run(shared)  # type: ignore[misc]
+        except Exception as exc:  # noqa: BLE001 - any failure of the agent falls back to a script
+            return phase2_failed(shared, exc)
+
+    async def _run_async(self, shared: dict[str, Any]) -> Any:
+        try:
+            return await super()._run_async(shared)  # type: ignore[misc]
+        except Exception as exc:  # noqa: BLE001
+            return phase2_failed(shared, exc)
+
+
+class LWTDecideNode(Phase2Step, DecideNode):
+    """Phase 2's decision node: the agent graph's :class:`DecideNode` (offering only the LWT tools; its forced
+    final decision names ``done``), whose failure ends phase 2 rather than the run."""
+
+
+class LWTToolNode(Phase2Step, FuncNode):
+    """Phase 2's tool node: the agent graph's :class:`FuncNode` for one LWT tool, whose hidden
+    ``_globals_dict`` gets this run's :class:`Phase2Context` built from the state (so a run restored from a
+    checkpoint edits its own saved script)."""
+
+    def __init__(self, tool: Tool, *, max_errors: int = 3, read_chars: int = 1200):
+        super().__init__(tool, max_errors=max_errors)
+        self.read_chars = read_chars
+
+    def prep(self, shared: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
+        call, context = super().prep(shared)
+        return call, {**(context or {}), "globals_dict": {PHASE2_KEY: phase2_context(shared, self.read_chars)}}
 
 
 @dataclass(slots=True)
-class Phase2Input:
-    state: dict[str, Any]
-    context: Phase2Context
+class Phase2Start:
     draft: list[LWTStep]
+    script: list[LWTStep]
+    message: str
 
 
-class LWTNode(DualNode):
-    """Phase 2: the AgentBot graph writes the LWT script with ``lwt_list/lwt_insert/lwt_set/read/done``."""
+class LWTStartNode(DualNode):
+    """Phase 2 starts: the draft, the script to edit and the agent's run state go into the ANoT state; the
+    ``P2`` phase span opens (in ``prep``, so it holds this step and every agent step until :class:`LWTEndNode`)."""
 
     name = "lwt"
 
-    def __init__(self, agent: AgentBot, vocabulary: Vocabulary, *, draft: bool = True, read_chars: int = 1200):
+    def __init__(self, vocabulary: Vocabulary, *, draft: bool = True):
         super().__init__()
-        self.agent = agent
         self.vocabulary = tuple(vocabulary)
         self.draft = draft
-        self.read_chars = read_chars
 
-    def prep(self, shared: dict[str, Any]) -> Phase2Input:
+    def prep(self, shared: dict[str, Any]) -> Phase2Start:
+        context = current_run()
+        if context is not None:
+            context.values[P2_SPAN_KEY] = open_span("P2", PHASE_KIND)
         strategy: Strategy | None = shared["strategy"]
         items, n_items = shared["items"], shared["n_items"]
         draft = draft_lwt(strategy, items, self.vocabulary) if strategy is not None else []
         script = LWTScript(draft if self.draft else [], items)
-        context = Phase2Context(script, items, shared["query"], self.read_chars, run_log(), shared["tag"])
         conditions = brief_conditions(strategy, self.vocabulary) if strategy is not None else f"Request: {shared['query']}"
         template = PHASE2_USER_DRAFT if len(script) else PHASE2_USER_EMPTY
         message = template.format(conditions=conditions, n_items=n_items, listing=script.listing())
-        run_log()(VERBOSE, "P2", shared["tag"], f"ReAct expansion: {len(script)} initial steps...")
-        state = new_run_state(message, memory=[], trace_id=shared["trace_id"])
-        return Phase2Input(state, context, draft)
+        return Phase2Start(draft, script.steps, message)
 
-    def _agent_run(self, inp: Phase2Input) -> run:
-        return run(type(self.agent).__name__, values={"globals_dict": {PHASE2_KEY: inp.context}}, query="anot phase 2")
+    def exec(self, start: Phase2Start) -> Phase2Start:
+        return start
 
-    # Any failure of the agent run (it gave up, or its model failed) falls back to a script in ``post``.
-    def exec(self, inp: Phase2Input) -> PhaseOutcome:
-        with phase_outcome("P2", Exception, _phase2_failure) as outcome, self._agent_run(inp):
-            self.agent.flow.run(inp.state)
-            outcome.value = inp.state.get("result")
-        return outcome
+    def post(self, shared: dict[str, Any], start: Phase2Start, _: Phase2Start) -> None:
+        shared["draft"], shared["script"] = start.draft, list(start.script)
+        shared["phase2"] = {"iterations": 0, "tool_calls": [], "fallback": None, "error": None}
+        shared.update(new_run_state(start.message, memory=[], trace_id=shared["trace_id"]))
+        return None  # the default edge: the agent's decision node
 
-    async def exec_async(self, inp: Phase2Input) -> PhaseOutcome:
-        with phase_outcome("P2", Exception, _phase2_failure) as outcome, self._agent_run(inp):
-            await self.agent.async_flow.run_async(inp.state)
-            outcome.value = inp.state.get("result")
-        return outcome
 
-    def post(self, shared: dict[str, Any], inp: Phase2Input, outcome: PhaseOutcome) -> str:
-        log, tag = run_log(), shared["tag"]
-        log_model_calls(shared, "P2", outcome.phase)
-        fallback = outcome.error
-        if fallback is None and not inp.state["_done"]:
+class LWTEndNode(DualNode):
+    """Phase 2 ends (``done`` finished, or a step failed): close the ``P2`` span and choose the script to run:
+    the agent's if executable, else the draft, else a one-step script."""
+
+    name = "lwt_end"
+
+    def prep(self, shared: dict[str, Any]) -> tuple[list[LWTStep], list[LWTStep], int]:
+        context = current_run()
+        if context is not None:
+            close_span(context.values.pop(P2_SPAN_KEY, None))  # none after a resume inside phase 2
+        return list(shared["script"]), list(shared["draft"]), shared["n_items"]
+
+    def exec(self, inp: tuple[list[LWTStep], list[LWTStep], int]) -> tuple[list[LWTStep], list[list[LWTStep]], str]:
+        return _script_to_run(*inp)
+
+    def post(self, shared: dict[str, Any], inp: Any, chosen: tuple[list[LWTStep], list[list[LWTStep]], str]) -> str:
+        phase2 = shared["phase2"]
+        fallback = phase2.get("error")
+        if fallback is None and not shared["_done"]:
             fallback = "phase 2: the agent ended without done()"
+        steps, layers, source = chosen
         if fallback is not None:
             shared["errors"].append(fallback)
-        steps, layers, source = _script_to_run(inp.context.script, inp.draft, shared["n_items"])
-        if fallback is not None:
-            log(SUMMARY, "P2", tag, f"Phase 2 did not finish ({fallback}); running {source}")
         shared["steps"], shared["layers"] = steps, layers
-        shared["phase2"] = {
-            "iterations": inp.state["iteration_count"],
-            "tool_calls": list(inp.context.calls),
-            "fallback": None if fallback is None else source,
-            "error": fallback,
-        }
-        log(VERBOSE, "P2", tag, f"ReAct done after {inp.state['iteration_count']} iterations")
-        log(VERBOSE, "P2", tag, "LWT:\n" + render_lwt(steps))
+        phase2.update(iterations=shared["iteration_count"], fallback=None if fallback is None else source,
+                      error=fallback)
         return "execute"
 
 
-def _script_to_run(script: LWTScript, draft: list[LWTStep], n_items: int) -> tuple[list[LWTStep], list[list[LWTStep]], str]:
+def _script_to_run(script: list[LWTStep], draft: list[LWTStep], n_items: int) -> tuple[list[LWTStep], list[list[LWTStep]], str]:
     """The agent's script if it is executable, else the draft, else the one-step fallback script."""
-    for steps, source in ((list(script.steps), "the agent's script"), (draft, "the draft")):
+    for steps, source in ((script, "the agent's script"), (draft, "the draft")):
         if steps:
             try:
                 return steps, execution_layers(steps), source
@@ -284,8 +311,6 @@ class LayerNode(DualNode):
 
     def prep(self, shared: dict[str, Any]) -> LayerInput:
         index, layers = shared["layer"], shared["layers"]
-        if index == 0:
-            run_log()(VERBOSE, "P3", shared["tag"], f"Executing {len(shared['steps'])} steps in {len(layers)} layers...")
         context = SubstitutionContext(shared["query"], shared["items"], shared["outputs"], self.max_chars)
         return LayerInput(index, fill_layer(layers[index], context))
 
@@ -298,15 +323,8 @@ class LayerNode(DualNode):
             return PhaseOutcome(await arun_layer(inp.calls, self.model, self.completion_params, self.concurrency), phase)
 
     def post(self, shared: dict[str, Any], inp: LayerInput, outcome: PhaseOutcome) -> str:
-        log, tag = run_log(), shared["tag"]
-        outputs: dict[str, str] = outcome.value
-        shared["outputs"].update(outputs)
-        for call in inp.calls:
-            if call.error is not None:
-                shared["errors"].append(call.error)
-            if log.enabled(FULL) and call.prompt is not None:
-                log(FULL, "P3", tag, f"({call.step.id}) filled: {call.prompt}")
-            log(VERBOSE, "P3", tag, f"layer {inp.index}: ({call.step.id}) -> {' '.join(outputs[call.step.id].split())[:200]}")
+        shared["outputs"].update(outcome.value)
+        shared["errors"].extend(call.error for call in inp.calls if call.error is not None)
         shared["layer"] += 1
         return "layer" if shared["layer"] < len(shared["layers"]) else "rank"
 
@@ -356,8 +374,4 @@ class RankNode(DualNode):
         final, by_scores = rankings
         ranking = by_scores if self.rank_by == "scores" and by_scores.source == "scores" else final
         shared["ranking"], shared["score_ranking"], shared["final_ranking"] = ranking, by_scores, final
-        run_log()(
-            SUMMARY, "P3", shared["tag"],
-            f"Final ranking: {ranking.best} (top-5 {list(ranking.top(5))}, from {ranking.source})",
-        )
         return None

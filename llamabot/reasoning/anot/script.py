@@ -57,11 +57,19 @@ def _keys_hint(items: Sequence[Any], segments: Sequence[str]) -> str:
 
 
 class LWTScript:
-    """A per-run, editable LWT script over ``items`` (never shared between runs)."""
+    """A per-run, editable LWT script over ``items`` (never shared between runs). The steps are a plain list of
+    :class:`LWTStep` (data: ANoT keeps it in the run state); this object only edits and checks them."""
 
     def __init__(self, steps: Iterable[LWTStep] = (), items: Sequence[Any] = ()):
         self.items = items
         self.steps: list[LWTStep] = list(steps)
+
+    @classmethod
+    def editing(cls, steps: list[LWTStep], items: Sequence[Any] = ()) -> LWTScript:
+        """A script that edits ``steps`` itself, in place (a run state's step list), not a copy."""
+        script = cls((), items)
+        script.steps = steps
+        return script
 
     def __len__(self) -> int:
         return len(self.steps)

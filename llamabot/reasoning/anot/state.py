@@ -7,8 +7,10 @@ Keys of the shared dict (fresh for every run, see :func:`new_anot_state`):
 | ``query``, ``items``, ``n_items`` | caller | the request and the items (1-indexed in LWT) |
 | ``tag``, ``trace_id`` | caller | the request tag (``R00``) of debug lines; the run's trace id |
 | ``strategy``, ``strategy_text`` | ``StrategyNode`` | phase 1's validated strategy (None if it failed) and its text form |
-| ``steps``, ``layers`` | ``LWTNode`` (or ``execute``) | the LWT script to run and its execution layers |
-| ``phase2`` | ``LWTNode`` | iterations, tool calls and the fallback used (if any) |
+| ``draft``, ``script`` | ``LWTStartNode`` | the draft compiled from the strategy; the script phase 2 edits (a list of :class:`LWTStep`, changed in place by the tools) |
+| ``memory``, ``func_call``, ``iteration_count``, ``result``, ``_pending``, ``_run_start``, ``_errors``, ``_done`` | ``LWTStartNode``, then phase 2's agent nodes | the agent's run state (see :mod:`llamabot.graph.agent_state`): the agent nodes share the ANoT dict, no key clashes |
+| ``steps``, ``layers`` | ``LWTEndNode`` (or ``execute``) | the LWT script to run and its execution layers |
+| ``phase2`` | ``LWTStartNode``, the tools, ``LWTEndNode`` | ``iterations``, ``tool_calls``, ``fallback`` (the script run when the agent failed) and ``error`` |
 | ``layer``, ``outputs`` | ``LayerNode`` | the next layer to run; step id -> output |
 | ``ranking``, ``score_ranking`` | ``RankNode`` | the final ranking, and the ranking by condition scores alone |
 | ``errors`` | any | what went wrong without stopping the run |
@@ -21,12 +23,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from llamabot.graph.mermaid import MermaidDiagram
+from llamabot.observe.tracing import Trace
 from llamabot.reasoning.anot.lwt import LWTStep, render_lwt
 from llamabot.reasoning.anot.mermaid import lwt_mermaid
 from llamabot.reasoning.anot.ranking import Ranking
 from llamabot.reasoning.anot.stats import PhaseStats, total
 from llamabot.reasoning.anot.strategy import Strategy
-from llamabot.observe.tracing import Trace
 
 
 def new_anot_state(query: str, items: Sequence[Any], *, tag: str = "R00", trace_id: str = "") -> dict[str, Any]:
@@ -43,9 +45,20 @@ def new_anot_state(query: str, items: Sequence[Any], *, tag: str = "R00", trace_
         "trace_id": trace_id,
         "strategy": None,
         "strategy_text": "",
+        "draft": [],
+        "script": [],
+        "phase2": {},
+        # phase 2's agent run state (filled by LWTStartNode; see llamabot.graph.agent_state)
+        "memory": [],
+        "func_call": None,
+        "iteration_count": 0,
+        "result": None,
+        "_pending": [],
+        "_run_start": 0,
+        "_errors": 0,
+        "_done": False,
         "steps": [],
         "layers": [],
-        "phase2": {},
         "layer": 0,
         "outputs": {},
         "ranking": None,

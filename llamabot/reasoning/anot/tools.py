@@ -2,8 +2,10 @@
 
 They are ordinary ``@tool`` functions (immutable descriptions, no state), called like every tool through the
 one tool-call logic (:mod:`llamabot.tools.call`, by the agent graph's tool node). Each run's own script and data
-reach them through the hidden ``_globals_dict`` parameter, injected from the run context: the run passes
-``{PHASE2_KEY: Phase2Context(...)}`` as its ``globals_dict``, so two runs never share a script. A tool that is
+reach them through the hidden ``_globals_dict`` parameter: ANoT's tool node (``LWTToolNode``) passes
+``{PHASE2_KEY: Phase2Context(...)}``, a view of the run's state (the script is ``state["script"]``, a list of
+steps edited in place; the calls are recorded in ``state["phase2"]["tool_calls"]``), so two runs never share a
+script and the script is saved with the state. A tool that is
 given a malformed step raises; the call's outcome carries the error, which the agent graph shows to the model
 as the tool's result (bounded by ``max_errors``), it does not crash. They edit an in-memory script and return
 at once (``blocking=False``), so async runs call them on the event loop, without a worker thread.
@@ -15,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llamabot.reasoning.anot.debug import VERBOSE, DebugLog
+from llamabot.observe.tracing import current_span
 from llamabot.reasoning.anot.paths import DataPathError, item_number, parse_path, preview, walk
 from llamabot.reasoning.anot.script import LWTScript
 from llamabot.tools.tool import tool
@@ -26,19 +28,22 @@ DEFAULT_READ_CHARS = 1200
 
 @dataclass
 class Phase2Context:
-    """One run's phase 2 state: the script being written and the data ``read`` may look at."""
+    """What the tools of one run work on: the script being written (over the run state's step list), the data
+    ``read`` may look at, and the record of the calls made (the state's ``phase2["tool_calls"]``)."""
 
     script: LWTScript
     items: Sequence[Any]
     query: str = ""
     read_chars: int = DEFAULT_READ_CHARS
-    log: DebugLog = field(default_factory=DebugLog)
-    request_tag: str = "R00"
     calls: list[str] = field(default_factory=list)
 
     def note(self, call: str, result: str) -> None:
+        """Record a call; its short form and a summary of the result go on the tool-call span (for the debug
+        lines, see ``debug.py``)."""
         self.calls.append(call)
-        self.log(VERBOSE, "P2", self.request_tag, f"{call} -> {result}")
+        step = current_span()
+        if step is not None and step.category == "tool_call":
+            step.attributes["lwt_note"] = f"{call} -> {result}"
 
 
 def _context(globals_dict: dict[str, Any] | None) -> Phase2Context:

@@ -30,7 +30,15 @@ def test_anot_bot_010_the_graph_is_strategy_lwt_layers_rank():
     for edge in ('-->|"lwt"|', '-->|"execute"|', '-->|"layer"|', '-->|"rank"|'):
         assert edge in diagram
     assert '(["rank"]):::terminal' in diagram
-    assert bot.agent.decide_node is bot.lwt_node.agent.decide_node
+    # phase 2's agent graph is part of the ANoT graph (ANOT-P2-130): its decision node, its tool nodes, the
+    # terminal done leading on to lwt_end, and the "failed" exits to the fallback
+    for label in ('["lwt"]', '["decide"]', '["lwt_insert"]', '(["done"]):::terminal', '["lwt_end"]'):
+        assert label in diagram, label
+    for edge in ('-->|"lwt_insert"|', '-->|"done"|', '-->|"decide"|', '-->|"failed"|', '-->|"default"|'):
+        assert edge in diagram, edge
+    assert set(bot.tool_nodes) == {"lwt_list", "lwt_insert", "lwt_set", "read", "done"}
+    assert bot.decide_node.successors["done"] is bot.tool_nodes["done"]
+    assert bot.tool_nodes["done"].successors["default"] is bot.lwt_end_node
 
 
 def test_anot_bot_020_a_run_returns_ranking_strategy_script_outputs_and_phase_stats():

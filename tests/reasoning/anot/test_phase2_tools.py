@@ -54,7 +54,7 @@ def test_anot_p2_020_only_the_lwt_tools_are_offered_and_done_is_terminal():
     assert offered == ["lwt_list", "lwt_insert", "lwt_set", "read", "done"]
     assert p2_requests(model)[0].tool_choice == "required"
     assert done.tool.is_terminal and not lwt_insert.tool.is_terminal
-    assert bot.agent.decide_node.final_toolbot.tool_choice == "done"
+    assert bot.decide_node.final_toolbot.tool_choice == "done"
 
 
 @pytest.mark.parametrize(
