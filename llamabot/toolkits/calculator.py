@@ -5,7 +5,7 @@ from __future__ import annotations
 from llamabot.tools.tool import tool
 
 
-@tool
+@tool(blocking=False)  # pure arithmetic: returns at once, no worker thread needed in async runs
 def add(a: float, b: float) -> float:
     """Add two numbers: a + b.
 
@@ -16,7 +16,7 @@ def add(a: float, b: float) -> float:
     return a + b
 
 
-@tool
+@tool(blocking=False)  # pure arithmetic: returns at once, no worker thread needed in async runs
 def subtract(a: float, b: float) -> float:
     """Subtract b from a: a - b.
 
@@ -27,7 +27,7 @@ def subtract(a: float, b: float) -> float:
     return a - b
 
 
-@tool
+@tool(blocking=False)  # pure arithmetic: returns at once, no worker thread needed in async runs
 def multiply(a: float, b: float) -> float:
     """Multiply two numbers: a * b.
 
@@ -38,7 +38,7 @@ def multiply(a: float, b: float) -> float:
     return a * b
 
 
-@tool
+@tool(blocking=False)  # pure arithmetic: returns at once, no worker thread needed in async runs
 def divide(a: float, b: float) -> float:
     """Divide a by b: a / b. Fails when b is 0.
 
@@ -51,7 +51,7 @@ def divide(a: float, b: float) -> float:
     return a / b
 
 
-@tool
+@tool(blocking=False)  # pure arithmetic: returns at once, no worker thread needed in async runs
 def power(base: float, exponent: float) -> float:
     """Raise base to the power exponent: base ** exponent.
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from llamabot.tools.tool import tool
 
 
-@tool
+@tool(blocking=False)  # pure arithmetic: returns at once, no worker thread needed in async runs
 def average(values: list[float]) -> float:
     """The arithmetic mean of several values.
 
@@ -18,7 +18,7 @@ def average(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-@tool
+@tool(blocking=False)  # pure arithmetic: returns at once, no worker thread needed in async runs
 def choose_cheapest(options: list[str], prices: list[float]) -> str:
     """The option with the lowest price (the first one on a tie).
 
