@@ -112,7 +112,8 @@ def emit(level: int, phase: str, request: str, message: Any, run: str = "") -> N
 
 
 def _module_enabled() -> bool:
-    """Whether records of this module pass loguru's activation (``logger.enable``/``disable``) now."""
+    """Whether records of this module pass loguru's activation (``logger.enable``/``disable``) now. The probe
+    record has level number 1, below ``TRACE``: only a sink added with ``level=0`` (this probe's own) sees it."""
     hits: list[bool] = []
     probe = object()
 
@@ -123,7 +124,7 @@ def _module_enabled() -> bool:
 
     sink = logger.add(lambda _: None, level=0, filter=seen)
     try:
-        logger.bind(anot_probe=probe).log("TRACE", "probe")
+        logger.bind(anot_probe=probe).log(1, "anot debug probe")
     finally:
         logger.remove(sink)
     return bool(hits)
