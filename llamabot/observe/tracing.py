@@ -239,8 +239,11 @@ def _log_start(name: str, trace_id: str) -> bool:
     """Log the start of a run at debug level; whether the library's log is on (loguru evaluates lazy arguments
     only for a record it emits), so the steps of the run skip their log calls when it is off."""
     emitted: list[bool] = []
-    logger.opt(lazy=True).debug("run {} started (trace {})", lambda: emitted.append(True) or name, lambda: trace_id)
+    _LAZY.debug("run {} started (trace {})", lambda: emitted.append(True) or name, lambda: trace_id)
     return bool(emitted)
+
+
+_LAZY = logger.opt(lazy=True)  # made once: ``opt`` builds a new logger object on every call
 
 
 def log_debug(message: str, *args: Any) -> None:

@@ -1,4 +1,4 @@
-"""Checkpoints and resume (AGT-STATE-030/040): at every node boundary of a run, for each pattern, the state
+"""Checkpoints and resume (AGT-STATE-030..050): at every node boundary of a run, for all four patterns, the state
 round-trips through JSON, and a run continued from the restored state ends exactly as the uninterrupted one.
 
 The models are stateless responders (their reply is a function of the request), so a resumed run in a fresh
@@ -19,6 +19,8 @@ from llamabot.reasoning.aot import AoTBot
 from llamabot.reasoning.aot.prompts import EXAMPLE_PLAN
 from llamabot.reasoning.tot import Game24Prompts, ToTBot
 from llamabot.toolkits.calculator import add, multiply
+from llamabot.reasoning.anot import ANoTBot
+from tests.reasoning.anot.helpers import ITEMS, three_phase_responder
 from tests.reasoning.tot.helpers import game24_oracle
 
 
@@ -45,24 +47,31 @@ def tot_bot():
                   max_duration_ms=None)  # no wall-clock budget: a resumed search has as much time
 
 
+def anot_bot():
+    return ANoTBot(ScriptedModel(responder=three_phase_responder()), debug=0)
+
+
 PATTERNS = {
     "agent": (agent_bot, "What is (2 + 3) * 7?", lambda r: r),
     "aot": (aot_bot, "What is (15 + 7) * 3 - 10?", lambda r: (r.answer, r.record.to_dict()["answer"], r.replans)),
     "tot": (tot_bot, "4 9 10 13", lambda r: (r.answer, r.solution_path, r.termination.node_count)),
+    "anot": (anot_bot, "a cozy cafe for kids",
+             lambda r: (r.ranking, r.score_ranking, r.final_ranking, r.outputs, [s.id for s in r.steps], r.errors)),
 }
+OPTIONS = {"anot": {"items": ITEMS}}
 
 
-def checkpoints_of(make, query):
+def checkpoints_of(make, query, **options):
     bot = make()
     saved: list[Checkpoint] = []
-    result = bot.run_sync(query, hooks=[bot.checkpoints(saved.append)])[0]
+    result = bot.run_sync(query, hooks=[bot.checkpoints(saved.append)], **options)[0]
     return result, saved
 
 
 @pytest.mark.parametrize("pattern", sorted(PATTERNS))
 def test_agt_state_030_a_run_resumed_from_any_node_boundary_ends_as_the_uninterrupted_run(pattern):
     make, query, observe = PATTERNS[pattern]
-    result, saved = checkpoints_of(make, query)
+    result, saved = checkpoints_of(make, query, **OPTIONS.get(pattern, {}))
     assert len(saved) >= 2, f"{pattern}: too few boundaries to test: {saved}"
     for checkpoint in saved:
         restored = Checkpoint.from_json(checkpoint.to_json())  # as it would come back from storage
@@ -73,7 +82,7 @@ def test_agt_state_030_a_run_resumed_from_any_node_boundary_ends_as_the_uninterr
 @pytest.mark.parametrize("pattern", sorted(PATTERNS))
 def test_agt_state_035_the_async_resume_ends_as_the_sync_one(pattern):
     make, query, observe = PATTERNS[pattern]
-    result, saved = checkpoints_of(make, query)
+    result, saved = checkpoints_of(make, query, **OPTIONS.get(pattern, {}))
     resumed = asyncio.run(make().aresume(saved[len(saved) // 2].to_json()))
     assert observe(resumed) == observe(result)
 
