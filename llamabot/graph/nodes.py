@@ -117,15 +117,15 @@ class DecideNode(DualNode):
         if outcome is not None:
             decision = decide(outcome, self.toolbot.tools, self.family)
             shared["memory"].extend(decision.messages)
+            names = [c.name for c in decision.calls]
             decision_span = current_span()
             if decision_span is not None:
                 attributes = decision_span.attributes
-                attributes["calls"] = [c.name for c in decision.calls]
+                attributes["calls"] = names
                 attributes["iteration"] = shared["iteration_count"]
                 if decision.errors:
                     attributes["errors"] = decision.errors
-            log_debug("decision {}: calls {} errors {}", shared["iteration_count"],
-                      [c.name for c in decision.calls], decision.errors)
+            log_debug("decision {}: calls {} errors {}", shared["iteration_count"], names, decision.errors)
             if inp.force:  # only a terminal tool may run now (respond_to_user was asked for; any terminal ends)
                 tools = self.toolbot.tools
                 refused = [c for c in decision.calls if c.name not in tools or not tools[c.name].is_terminal]
