@@ -28,10 +28,6 @@ def node_label(node: Any) -> str:
 
 def next_node(current: Any, action: str | None) -> Any:
     """The node ``current`` hands over to for ``action`` (``None``: the flow ends), with strict routing."""
-    return _strict_next(current, action)
-
-
-def _strict_next(current: Any, action: str | None) -> Any:
     following = current.successors.get(action or "default")
     if following is None:
         if action is None:  # no action and no default edge: the flow ends here
@@ -60,7 +56,7 @@ class Flow(pocketflow.Flow):
     """
 
     def get_next_node(self, curr: Any, action: str | None) -> Any:
-        return _strict_next(curr, action)
+        return next_node(curr, action)
 
     def run_from(self, node: Any, shared: dict[str, Any]) -> Any:
         """Walk the graph from ``node`` (e.g. the node after a checkpoint) instead of the start node."""
@@ -72,7 +68,7 @@ class Flow(pocketflow.Flow):
         while current is not None:
             current = _visit(current, params)
             action = current._run(shared)
-            current = _strict_next(current, action)
+            current = next_node(current, action)
         return action
 
 
@@ -84,7 +80,7 @@ class AsyncFlow(pocketflow.AsyncFlow):
     """
 
     def get_next_node(self, curr: Any, action: str | None) -> Any:
-        return _strict_next(curr, action)
+        return next_node(curr, action)
 
     async def run_from_async(self, node: Any, shared: dict[str, Any]) -> Any:
         """Walk the graph from ``node`` (e.g. the node after a checkpoint) instead of the start node."""
@@ -100,7 +96,7 @@ class AsyncFlow(pocketflow.AsyncFlow):
                 action = await current._run_async(shared)
             else:
                 action = current._run(shared)
-            current = _strict_next(current, action)
+            current = next_node(current, action)
         return action
 
 
@@ -131,10 +127,10 @@ class DualNode(pocketflow.AsyncNode):
         """Attributes of this step's span, from what ``prep`` returned (none by default; ``None``: no span)."""
         return {}
 
-    def exec_async(self, prep_res: Any) -> Any:
+    async def exec_async(self, prep_res: Any) -> Any:
         """The async ``exec``: by default the sync ``exec``, so a node that writes only ``exec`` works under
         :class:`AsyncFlow` (override it to await a model or an async tool)."""
-        return _Immediate(self.exec(prep_res))
+        return self.exec(prep_res)
 
     def _open(self, shared: Any, prep_res: Any) -> OpenSpan | None:
         if self.span_kind is None:
@@ -182,16 +178,3 @@ class DualNode(pocketflow.AsyncNode):
 
     async def post_async(self, shared: dict[str, Any], prep_res: Any, exec_res: Any) -> Any:
         return self.post(shared, prep_res, exec_res)
-
-
-class _Immediate:
-    """An awaitable that is already done (the default ``exec_async`` of a sync-only node)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any):
-        self.value = value
-
-    def __await__(self) -> Any:
-        return self.value
-        yield  # noqa: unreachable - makes this a generator, as __await__ must be

@@ -255,21 +255,6 @@ def log_debug(message: str, *args: Any) -> None:
 
 
 @contextmanager
-def activate(span: Span) -> Iterator[Span]:
-    """Make ``span`` (of the active run) the parent of what starts inside the block, e.g. a bot called by a tool
-    that runs in a worker thread."""
-    active = _CURRENT.get()
-    if active is None:
-        yield span
-        return
-    token = _CURRENT.set((active[0], span))
-    try:
-        yield span
-    finally:
-        _CURRENT.reset(token)
-
-
-@contextmanager
 def capture(trace: Trace | None = None, hooks: Iterable[RunHooks] = ()) -> Iterator[Trace]:
     """Record every span started inside the block into ``trace`` (a new one by default), telling ``hooks``."""
     trace = trace or Trace()
