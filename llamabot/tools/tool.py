@@ -34,7 +34,8 @@ class Tool:
     ``loopback_name`` is the action a graph follows after the tool ran (``"decide"``), or ``None`` for a
     terminal tool whose result ends the run. ``timeout``: seconds one attempt may take (``None``: no limit);
     ``retry``: the retry policy (``None``: one attempt); ``blocking=False``: a sync tool that returns at once,
-    which async runs call on the event loop instead of in a worker thread.
+    which async runs call on the event loop instead of in a worker thread. ``requires_approval=True``: a durable
+    run (:mod:`llamabot.durable`) pauses before each call of this tool until a person approves or rejects it.
     """
 
     name: str
@@ -49,6 +50,7 @@ class Tool:
     timeout: float | None = None
     retry: Retry | None = None
     blocking: bool = True
+    requires_approval: bool = False
 
     @property
     def is_terminal(self) -> bool:
@@ -149,6 +151,7 @@ def build_tool(
     retries: int | None = None,
     retry: Retry | None = None,
     blocking: bool = True,
+    requires_approval: bool = False,
 ) -> Tool:
     """Build the :class:`Tool` description of ``func`` (used by :func:`tool`).
 
@@ -177,6 +180,7 @@ def build_tool(
         timeout=_checked_timeout(tool_name, timeout),
         retry=_retry_policy(tool_name, retries, retry),
         blocking=blocking,
+        requires_approval=bool(requires_approval),
     )
 
 
@@ -206,7 +210,8 @@ def tool(func: Any = None, **options: Any) -> Any:
     Use as ``@tool``, ``@tool(loopback_name=None)`` (terminal tool) or ``@tool(timeout=2.0, retries=3)``
     (each attempt may take 2 s; up to 3 more attempts, with exponential backoff, after an exception or a
     timeout). ``retry=Retry(...)`` sets the whole policy; ``blocking=False`` marks a sync tool that returns at
-    once (async runs then call it on the event loop); ``name=`` renames it. The options are those of
+    once (async runs then call it on the event loop); ``requires_approval=True`` makes a durable run wait for a
+    person's approval before each call; ``name=`` renames it. The options are those of
     :func:`build_tool`, which checks them. The function is returned unchanged except for three attributes:
     ``json_schema``, ``loopback_name`` and ``tool`` (the :class:`Tool`).
     """
