@@ -7,7 +7,6 @@ times; then :class:`StructuredOutputError` is raised holding the last raw output
 
 from __future__ import annotations
 
-import re
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -17,11 +16,10 @@ from llamabot.errors import StructuredOutputError
 from llamabot.models.exchange import Exchange
 from llamabot.models.messages import assistant, to_messages, user
 from llamabot.models.seam import ChatModel
+from llamabot.models.text_fences import fenced_blocks
 from llamabot.observe.tracing import log_debug
 
 M = TypeVar("M", bound=BaseModel)
-
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)
 
 
 def response_format_for(model: type[BaseModel]) -> dict[str, Any]:
@@ -33,17 +31,18 @@ def response_format_for(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def parse_structured(model: type[M], raw: str | None) -> M:
-    """Validate ``raw`` as ``model``; accepts a fenced JSON block around the object. Raises ValidationError
-    or ValueError (empty output)."""
+    """Validate ``raw`` as ``model``; accepts a fenced JSON block around the object (the first one). Raises
+    ValidationError or ValueError (empty output), whatever the text: pydantic-core bounds the nesting depth
+    and the size of numbers, and the fence is found in linear time."""
     if raw is None or not raw.strip():
         raise ValueError("the reply was empty; answer with a JSON object")
     try:
         return model.model_validate_json(raw)
     except ValidationError:
-        fenced = _FENCE.search(raw)
-        if fenced is None:
+        fenced = fenced_blocks(raw)
+        if not fenced:
             raise
-        return model.model_validate_json(fenced.group(1))
+        return model.model_validate_json(fenced[0])
 
 
 def _errors_of(exc: Exception) -> list[str]:

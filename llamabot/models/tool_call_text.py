@@ -1,19 +1,32 @@
-"""Recognise tool calls that a model wrote as text instead of as structured ``tool_calls``. Pure.
+"""Recognise tool calls that a model wrote as text instead of as structured ``tool_calls``. Pure, total.
 
 Small models often answer ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (the Qwen/Hermes
 convention), a fenced JSON block, or a bare JSON object. Only objects naming a known tool count, so ordinary
-JSON answers are left alone.
+JSON answers are left alone. Whatever the text (unclosed fences, thousands of nested brackets, numbers past
+Python's integer-digit limit), :func:`extract_tool_calls` returns, in time linear in the text's length: a
+candidate that does not parse is simply not a tool call.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Collection
 from typing import Any
 
-_TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
-_FENCED = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)
+from llamabot.models.text_fences import fenced_blocks, tagged_blocks
+
+#: What :func:`json.loads` raises on hostile text besides ``JSONDecodeError``: deep nesting
+#: (``RecursionError``) and integers past Python's digit limit (a plain ``ValueError``).
+JSON_FAILURES = (ValueError, RecursionError)
+
+
+def loads_or_none(text: str) -> Any | None:
+    """``json.loads(text)``, or ``None`` when the text is not JSON that Python can hold (malformed, nested too
+    deeply, an integer with too many digits)."""
+    try:
+        return json.loads(text)
+    except JSON_FAILURES:
+        return None
 
 
 def extract_tool_calls(text: str | None, tool_names: Collection[str] | None = None) -> list[tuple[str, str]]:
@@ -23,13 +36,10 @@ def extract_tool_calls(text: str | None, tool_names: Collection[str] | None = No
     """
     if not text or not text.strip():
         return []
-    candidates = _TAGGED.findall(text) or _FENCED.findall(text) or [text.strip()]
+    candidates = tagged_blocks(text, "tool_call") or fenced_blocks(text) or [text.strip()]
     calls: list[tuple[str, str]] = []
     for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
+        value = loads_or_none(candidate)
         for item in value if isinstance(value, list) else [value]:
             call = _as_call(item, tool_names)
             if call is not None:
@@ -48,4 +58,7 @@ def _as_call(item: Any, tool_names: Collection[str] | None) -> tuple[str, str] |
     arguments = item.get("arguments", item.get("parameters", {}))
     if isinstance(arguments, str):
         return name, arguments
-    return name, json.dumps(arguments if arguments is not None else {})
+    try:
+        return name, json.dumps(arguments if arguments is not None else {})
+    except (ValueError, RecursionError):  # parsed, so it re-encodes; kept total all the same
+        return None

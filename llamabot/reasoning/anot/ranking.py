@@ -10,6 +10,10 @@
 
 Item numbers are 1-indexed; numbers outside 1..N and repeats are dropped. The ranking is then completed to
 every item: the items the model did not name follow, ordered by ``scores`` (else by number).
+
+Total and linear in the text's length, whatever the text: bracketed lists are found by a pattern that cannot
+backtrack (no brackets inside one), and a number with more digits than any item number is simply not one
+(Python refuses to convert integers past 4,300 digits).
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ RankingSource = Literal["list", "integers", "scores", "order"]
 #: How ANoT ranks: by the strategy's logic over the condition steps (default), or by the final step's output.
 RANK_BY = ("scores", "final")
 
-_INT_LIST = re.compile(r"\[\s*(\d+(?:\s*,\s*\d+)*)?\s*,?\s*\]")
+_BRACKETED = re.compile(r"\[([^\[\]]*)\]")
+_DIGITS = re.compile(r"\d+")
 _INT = re.compile(r"(?<![\w.])\d+(?![\w.])")
 
 
@@ -44,27 +49,43 @@ class Ranking:
         return self.indices[:k]
 
 
-def _valid(numbers: list[int], n_items: int) -> list[int]:
+def _valid(numbers: list[str], n_items: int) -> list[int]:
+    """The item numbers among the digit strings ``numbers``, in order, without repeats."""
+    width = len(str(n_items))
     seen: dict[int, None] = {}
-    for number in numbers:
-        if 1 <= number <= n_items:
+    for digits in numbers:
+        significant = digits.lstrip("0")
+        if len(significant) <= width and 1 <= (number := int(significant or "0")) <= n_items:
             seen.setdefault(number, None)
     return list(seen)
+
+
+def _integer_list(body: str) -> list[str] | None:
+    """The digit strings of a list body ``1, 2,3`` (a trailing comma allowed, blank: empty), else ``None``."""
+    if not body.strip():
+        return []
+    parts = [part.strip() for part in body.split(",")]
+    if len(parts) > 1 and not parts[-1]:
+        parts.pop()
+    if parts == [""]:  # "[,]"
+        return []
+    return parts if all(_DIGITS.fullmatch(part) for part in parts) else None
 
 
 def parse_index_list(text: str | None, n_items: int) -> list[int] | None:
     """The last bracketed list of integers in ``text``, restricted to valid item numbers (may be empty:
     ``[]`` means "none"). ``None`` when the text has no such list."""
-    matches = _INT_LIST.findall(text or "")
-    if not matches:
-        return None
-    body = matches[-1]
-    return _valid([int(n) for n in re.findall(r"\d+", body)], n_items)
+    last = None
+    for match in _BRACKETED.finditer(text or ""):
+        numbers = _integer_list(match.group(1))
+        if numbers is not None:
+            last = numbers
+    return None if last is None else _valid(last, n_items)
 
 
 def _last_line_integers(text: str, n_items: int) -> list[int]:
     for line in reversed(text.splitlines()):
-        found = _valid([int(n) for n in _INT.findall(line)], n_items)
+        found = _valid(_INT.findall(line), n_items)
         if found:
             return found
     return []

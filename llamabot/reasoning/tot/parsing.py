@@ -4,7 +4,12 @@ Both parsers try, in order: the whole reply as JSON (``json``), a fenced ```json
 first JSON value embedded in prose (``embedded_json``), then numbered lines (``numbered``). They return
 ``(value, parser_mode)``; ``parser_mode`` is ``"none"`` when nothing could be read. Unlike the seed, the score
 parser never invents a score: a thought it cannot find is simply absent, and the machine decides whether to
-ask again (retry budget) or fall back.
+ask again (retry budget) or fall back. A numbered line's digits are never split into an id and a score
+(``13. looks fine`` scores nothing).
+
+Both are total and linear in the reply's length: whatever the text (unclosed fences, thousands of nested
+brackets, numbers too large for a float or past Python's integer-digit limit) they return, with
+``parser_mode`` ``"none"`` when nothing could be read, so the machine's retry budget applies.
 """
 
 from __future__ import annotations
@@ -15,15 +20,21 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from llamabot.models.text_fences import fenced_blocks
+from llamabot.models.tool_call_text import JSON_FAILURES
 from llamabot.reasoning.tot.messages import ThoughtEntry
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)\s*```", re.DOTALL)
 _NUMBERED_THOUGHT = re.compile(r"^\s*(?:[-*]\s*)?(?:(?:thought|step|option|candidate)\s*)?(\d+)\s*[.:)\]]\s+(\S.*)$", re.I)
+# The id is a whole run of digits ((?!\d): never split into an id and a score), then a separator (punctuation
+# or blanks) before the score, a whole number (no digit, '.' or letter after it) or a label. Anchored at the
+# line start (re.match), with no two quantifiers competing for the same characters, so linear per line.
 _NUMBERED_SCORE = re.compile(
-    r"^\s*(?:[-*]\s*)?(?:thought\s*|candidate\s*|t)?(\d+)\s*[.:)\]=-]?\s*(?:score\s*[:=]?\s*)?"
-    r"(-?\d+(?:\.\d+)?|sure|likely|maybe|impossible)\b",
+    r"\s*(?:[-*]\s*)?(?:thought\s*|candidate\s*|t)?(\d+)(?!\d)(?:\s*[.:)\]=-]\s*|\s+)(?:score\b\s*[:=]?\s*)?"
+    r"(-?\d+(?:\.\d+)?(?![\d.\w])|(?:sure|likely|maybe|impossible)\b)",
     re.I,
 )
+#: Ids and indexes longer than this are no thought's (and would reach Python's integer-digit limit).
+_MAX_INDEX_DIGITS = 6
 _LABELS = {"sure": 1.0, "likely": 0.5, "maybe": 0.5, "impossible": 0.0}
 _THOUGHT_LIST_KEYS = ("thoughts", "steps", "candidates", "options", "ideas")
 _THOUGHT_TEXT_KEYS = ("content", "thought", "text", "step")
@@ -35,12 +46,12 @@ def _json_candidates(text: str) -> Iterator[tuple[Any, str]]:
     stripped = text.strip()
     try:
         yield json.loads(stripped), "json"
-    except ValueError:
+    except JSON_FAILURES:
         pass
-    for block in _FENCE.findall(text):
+    for block in fenced_blocks(text):
         try:
             yield json.loads(block), "fenced_json"
-        except ValueError:
+        except JSON_FAILURES:
             pass
     decoder = json.JSONDecoder()
     tries = 0
@@ -50,7 +61,7 @@ def _json_candidates(text: str) -> Iterator[tuple[Any, str]]:
             break
         try:
             value, _ = decoder.raw_decode(text, match.start())
-        except ValueError:
+        except JSON_FAILURES:
             continue
         yield value, "embedded_json"
 
@@ -88,13 +99,14 @@ def parse_thoughts(text: str | None) -> tuple[list[str], str]:
         thoughts = _thoughts_from_json(value)
         if thoughts:
             return thoughts, mode
-    thoughts: list[str] = []
+    parts: list[list[str]] = []  # each thought's lines, joined once at the end (linear, not quadratic)
     for line in text.splitlines():
         match = _NUMBERED_THOUGHT.match(line)
         if match:
-            thoughts.append(match.group(2).strip())
-        elif thoughts and line.strip() and not line.strip().startswith(("```", "{", "}")):
-            thoughts[-1] = f"{thoughts[-1]} {line.strip()}"
+            parts.append([match.group(2).strip()])
+        elif parts and line.strip() and not line.strip().startswith(("```", "{", "}")):
+            parts[-1].append(line.strip())
+    thoughts = [" ".join(lines) for lines in parts]
     return (thoughts, "numbered") if thoughts else ([], "none")
 
 
@@ -109,7 +121,10 @@ def _raw_score(value: Any) -> tuple[float, bool] | None:
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an integer too large for a float is no score
+            return None
     elif isinstance(value, str):
         word = value.strip().lower()
         if word in _LABELS:
@@ -130,7 +145,7 @@ def _key_to_id(key: Any, entries: list[ThoughtEntry]) -> str | None:
         if lowered == entry.id.lower() or text == entry.content:
             return entry.id
     digits = re.fullmatch(r"(?:t|thought\s*|candidate\s*)?(\d+)", lowered)
-    if digits and 1 <= int(digits.group(1)) <= len(entries):
+    if digits and len(digits.group(1)) <= _MAX_INDEX_DIGITS and 1 <= int(digits.group(1)) <= len(entries):
         return entries[int(digits.group(1)) - 1].id
     return None
 

@@ -15,8 +15,13 @@ from fractions import Fraction
 
 from llamabot.reasoning.tot.games.game24 import check_game24, parse_puzzle
 
-_NUMBER = r"-?[0-9]+(?:\.[0-9]+)?(?:/[0-9]+)?"
-_STEP = re.compile(rf"(?P<a>{_NUMBER})\s*(?P<op>[-+*/×÷−xX])\s*(?P<b>{_NUMBER})\s*=\s*(?P<c>{_NUMBER})")
+# A number is a whole run of digits: (?![0-9]) stops a number from giving digits back, and the step only starts
+# where a number starts ((?<![0-9.]) for ``a``), so a long run of digits is read once, not once per position
+# (the old pattern was quadratic: ``"1" * 6000 + "x"`` took seconds).
+_NUMBER = r"-?[0-9]+(?![0-9])(?:\.[0-9]+(?![0-9]))?(?:/[0-9]+(?![0-9]))?"
+_STEP = re.compile(
+    rf"(?<![0-9.])(?P<a>{_NUMBER})\s*(?P<op>[-+*/×÷−xX])\s*(?P<b>{_NUMBER})\s*=\s*(?P<c>{_NUMBER})"
+)
 _OPS = {"×": "*", "x": "*", "X": "*", "÷": "/", "−": "-"}
 _ANSWER = re.compile(r"answer\s*[:：]\s*(.+)", re.I)
 
@@ -32,7 +37,8 @@ class Step:
 
 
 def parse_step(text: str) -> Step | None:
-    """The first ``a op b = c`` in ``text``, or ``None`` when there is none."""
+    """The first ``a op b = c`` in ``text``, or ``None`` when there is none (also for numbers past Python's
+    integer-digit limit). Linear in the length of ``text``."""
     for match in _STEP.finditer(text or ""):
         try:
             a, b, c = (Fraction(match.group(k)) for k in ("a", "b", "c"))
