@@ -5,6 +5,27 @@ from __future__ import annotations
 from typing import Any
 
 
+#: How much of a raw value an error message quotes (errors are shown to models, which send them back).
+EXCERPT_CHARS = 200
+
+
+def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
+    """``repr(value)`` cut to ``limit`` characters, saying how long it was: ``'{"a": 1...' ... (1048576 chars)``.
+
+    Error messages quote model output through this, so a 1 MB malformed call costs the next request about
+    ``limit`` characters, not a megabyte (and not two after the model repeats it).
+    """
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        return f"{value[:limit]!r}... ({len(value)} chars)"
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):  # an integer past the digit limit, a structure nested too deeply
+        return f"<{type(value).__name__} that cannot be shown>"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
+
+
 class LlamabotError(Exception):
     """Base class of every error llamabot raises on purpose."""
 
@@ -32,7 +53,8 @@ class ToolDefinitionError(LlamabotError, TypeError):
 class ToolArgumentsError(LlamabotError, ValueError):
     """The arguments a model gave for a tool are not valid JSON or do not match the tool's schema.
 
-    ``tool`` is the tool name, ``raw_arguments`` what the model wrote, ``errors`` a readable list.
+    ``tool`` is the tool name, ``raw_arguments`` what the model wrote (whole), ``errors`` a readable list. The
+    message quotes a bounded excerpt of the arguments (see :func:`excerpt`), since it is shown to the model.
     """
 
     def __init__(self, tool: str, raw_arguments: Any, errors: list[str]):
@@ -40,7 +62,7 @@ class ToolArgumentsError(LlamabotError, ValueError):
         self.raw_arguments = raw_arguments
         self.errors = errors
         detail = "; ".join(errors)
-        super().__init__(f"invalid arguments for tool {tool!r}: {detail} (arguments were: {raw_arguments!r})")
+        super().__init__(f"invalid arguments for tool {tool!r}: {detail} (arguments were: {excerpt(raw_arguments)})")
 
 
 class StructuredOutputError(LlamabotError, ValueError):
@@ -56,7 +78,7 @@ class StructuredOutputError(LlamabotError, ValueError):
         self.errors = errors
         super().__init__(
             f"{model_name}: no valid output after {attempts} attempt(s); last errors: {'; '.join(errors)}; "
-            f"last output: {raw_output!r}"
+            f"last output: {excerpt(raw_output)}"
         )
 
 

@@ -65,7 +65,8 @@ class Tool:
         """Parse and validate model-supplied arguments; return keyword arguments for the function.
 
         ``arguments`` may be the raw JSON text from the model or an already-parsed dict. Raises
-        :class:`ToolArgumentsError` naming the tool, the raw arguments and every problem found.
+        :class:`ToolArgumentsError` naming the tool, the raw arguments and every problem found, whatever the
+        text (malformed, nested too deeply, numbers past Python's digit limit): nothing else escapes.
         """
         raw = arguments
         if type(arguments) is str and arguments[:1] == "{":
@@ -80,6 +81,10 @@ class Tool:
                 arguments = json.loads(arguments)
             except json.JSONDecodeError as exc:
                 raise ToolArgumentsError(self.name, raw, [f"arguments are not valid JSON: {exc}"]) from exc
+            except ValueError as exc:  # an integer past Python's digit limit (json raises a plain ValueError)
+                raise ToolArgumentsError(self.name, raw, [f"arguments hold a number that is too large: {exc}"]) from exc
+            except RecursionError as exc:
+                raise ToolArgumentsError(self.name, raw, ["arguments are nested too deeply"]) from exc
         if type(arguments) is dict and not arguments and not self.arguments.model_fields:
             return {}
         if not isinstance(arguments, dict):
@@ -90,6 +95,8 @@ class Tool:
             validated = self.arguments.model_validate(arguments)
         except ValidationError as exc:
             raise ToolArgumentsError(self.name, raw, _format_validation_errors(exc)) from exc
+        except RecursionError as exc:  # a dict nested too deeply to validate (whatever its source)
+            raise ToolArgumentsError(self.name, raw, ["arguments are nested too deeply"]) from exc
         # Keep nested models and enums as validated objects; only the top-level fields are unpacked.
         return dict(validated.__dict__)
 

@@ -20,6 +20,8 @@ AtomKind = Literal["tool", "decision", "final"]
 REFERENCE = re.compile(r"^<result_of_(\d+)>$")
 #: A reference embedded in a longer string (substituted as text).
 EMBEDDED_REFERENCE = re.compile(r"<result_of_(\d+)>")
+#: A reference with more digits than this names no atom (and would reach Python's integer-digit limit).
+MAX_REFERENCE_DIGITS = 18
 
 
 class Atom(BaseModel):
@@ -76,32 +78,49 @@ class Plan(BaseModel):
         return cls.model_validate(data)
 
 
+def reference_texts(value: Any) -> tuple[list[str], int]:
+    """The digits of every ``<result_of_N>`` anywhere in ``value`` (nested lists and dicts, whole or embedded),
+    in order, and the nesting depth of ``value`` (a scalar: 0). Iterative, so no nesting overflows the stack."""
+    found: list[str] = []
+    depth = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        depth = max(depth, level)
+        if isinstance(item, str):
+            if "<result_of_" in item:
+                found.extend(EMBEDDED_REFERENCE.findall(item))
+        elif isinstance(item, dict):
+            stack.extend((child, level + 1) for child in reversed(list(item.values())))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((child, level + 1) for child in reversed(item))
+    return found, depth
+
+
 def references(value: Any) -> list[int]:
-    """Every atom id referenced anywhere in ``value`` (nested lists and dicts, whole or embedded)."""
-    found: list[int] = []
-    if isinstance(value, str):
-        found.extend(int(n) for n in EMBEDDED_REFERENCE.findall(value))
-    elif isinstance(value, dict):
-        for item in value.values():
-            found.extend(references(item))
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            found.extend(references(item))
-    return found
+    """Every atom id referenced anywhere in ``value`` (nested lists and dicts, whole or embedded). A reference
+    of more than :data:`MAX_REFERENCE_DIGITS` digits names no atom and is left out (validation reports it)."""
+    return [int(digits) for digits in reference_texts(value)[0] if len(digits) <= MAX_REFERENCE_DIGITS]
 
 
 def resolve(value: Any, results: dict[int, Any]) -> Any:
     """Replace references with results: a whole ``"<result_of_N>"`` becomes the value itself (any type); a
-    reference inside a longer string is substituted as text. Raises KeyError for a missing result."""
+    reference inside a longer string is substituted as text. Raises KeyError for a missing result (an
+    over-long reference included). Recursive: call it on validated inputs, whose nesting is bounded."""
     if isinstance(value, str):
         whole = REFERENCE.match(value)
         if whole:
-            return results[int(whole.group(1))]
+            return results[_atom_id(whole.group(1))]
         if "<result_of_" in value:
-            return EMBEDDED_REFERENCE.sub(lambda m: str(results[int(m.group(1))]), value)
+            return EMBEDDED_REFERENCE.sub(lambda m: str(results[_atom_id(m.group(1))]), value)
         return value
     if isinstance(value, dict):
         return {k: resolve(v, results) for k, v in value.items()}
     if isinstance(value, list):
         return [resolve(v, results) for v in value]
     return value
+
+
+def _atom_id(digits: str) -> int | str:
+    """The atom id a reference names; an over-long one as its text (found in no results: a KeyError)."""
+    return int(digits) if len(digits) <= MAX_REFERENCE_DIGITS else digits

@@ -14,6 +14,11 @@ from llamabot.tools.tool import Tool
 
 REFERENCE_SCHEMA: dict[str, Any] = {"type": "string", "pattern": "^<result_of_[0-9]+>$"}
 FINAL_NAME = "report"
+#: The most atoms a plan may have: the schema's ``maxItems``, enforced again by ``validate_plan`` (a model
+#: without a grammar may ignore the schema).
+MAX_ATOMS = 32
+#: How deeply an atom's input may nest lists and objects (enforced by ``validate_plan``).
+MAX_INPUT_DEPTH = 16
 
 
 def _with_references(schema: dict[str, Any]) -> dict[str, Any]:
@@ -59,7 +64,8 @@ FINAL_VARIANT: dict[str, Any] = {
 }
 
 
-def plan_schema(tools: dict[str, Tool], decisions: dict[str, Tool] | None = None, max_atoms: int = 16) -> dict[str, Any]:
+def plan_schema(tools: dict[str, Tool], decisions: dict[str, Tool] | None = None,
+                max_atoms: int = MAX_ATOMS) -> dict[str, Any]:
     """The JSON schema of a plan over these tools and decisions."""
     variants = [_atom_variant("tool", t) for t in tools.values()]
     variants += [_atom_variant("decision", t) for t in (decisions or {}).values()]

@@ -1,9 +1,12 @@
 """Plan validation: pure, no LLM. Every error found is reported, each naming its atom.
 
-Rules (docs/design/aot/aot-EARS.md): unique ids; known tools and decisions; dependencies on existing atoms;
-no cycles; ``<result_of_N>`` only to existing, earlier atoms; inputs that match the tool's argument schema;
-exactly one ``final``, which reports something. A reference missing from ``dependsOn`` is added (a note,
-not an error).
+Rules (docs/design/aot/aot-EARS.md): at most :data:`MAX_ATOMS` atoms (the schema's limit); unique ids; known
+tools and decisions; dependencies on existing atoms; no cycles; ``<result_of_N>`` only to existing, earlier
+atoms; inputs nested at most :data:`MAX_INPUT_DEPTH` deep that match the tool's argument schema; exactly one
+``final``, which reports something. A reference missing from ``dependsOn`` is added (a note, not an error).
+
+Total and linear in the plan's size, whatever the model wrote: every problem is a :class:`PlanIssue` in a
+:class:`PlanValidationError` (so the bot re-plans), never a ``RecursionError`` or a bare ``ValueError``.
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from llamabot.errors import DependencyCycleError, LlamabotError
+from llamabot.errors import DependencyCycleError, LlamabotError, excerpt
 from llamabot.graph.layers import topological_layers
-from llamabot.reasoning.aot.plan import Atom, Plan, references
+from llamabot.reasoning.aot.plan import MAX_REFERENCE_DIGITS, Atom, Plan, reference_texts, references
+from llamabot.reasoning.aot.schema import MAX_ATOMS, MAX_INPUT_DEPTH
 from llamabot.tools.tool import Tool
 
 
@@ -53,12 +57,12 @@ def _check_inputs(atom: Atom, tool: Tool) -> list[PlanIssue]:
         if key not in fields:
             expected = ", ".join(fields) or "no inputs"
             issues.append(PlanIssue(atom.id, "unknown_input", f"{tool.name} has no input {key!r} (expected: {expected})"))
-        elif not references(value):  # references are checked at run time, once their values exist
+        elif not reference_texts(value)[0]:  # references are checked at run time, once their values exist
             try:
                 _adapter(fields[key].annotation).validate_python(value)
             except ValidationError as exc:
                 reason = exc.errors(include_url=False)[0]["msg"]
-                issues.append(PlanIssue(atom.id, "bad_input", f"{tool.name} input {key!r}={value!r}: {reason}"))
+                issues.append(PlanIssue(atom.id, "bad_input", f"{tool.name} input {key!r}={excerpt(value)}: {reason}"))
             except TypeError:  # an annotation pydantic cannot adapt on its own: leave it to run time
                 pass
     for key, field in fields.items():
@@ -77,12 +81,18 @@ def _cycles(atoms: list[Atom]) -> list[list[int]]:
     return []
 
 
-def validate_plan(plan: Plan, tools: dict[str, Tool], decisions: dict[str, Tool] | None = None) -> tuple[Plan, list[str]]:
+def validate_plan(plan: Plan, tools: dict[str, Tool], decisions: dict[str, Tool] | None = None, *,
+                  max_atoms: int | None = MAX_ATOMS) -> tuple[Plan, list[str]]:
     """Check ``plan``; return the normalised plan (references added to ``dependsOn``) and notes.
 
+    ``max_atoms``: the most atoms allowed (default the schema's :data:`MAX_ATOMS`; ``None``: no limit, for
+    plans written by hand). A plan over it is rejected with that one issue, and nothing else is checked.
     Raises :class:`PlanValidationError` with every problem found.
     """
     decisions = decisions or {}
+    if max_atoms is not None and len(plan.atoms) > max_atoms:
+        raise PlanValidationError(plan, [PlanIssue(None, "too_many_atoms", f"the plan has {len(plan.atoms)} atoms; "
+                                                   f"at most {max_atoms} are allowed: combine or drop steps")])
     issues: list[PlanIssue] = []
     notes: list[str] = []
     position: dict[int, int] = {}
@@ -104,6 +114,13 @@ def validate_plan(plan: Plan, tools: dict[str, Tool], decisions: dict[str, Tool]
         for dep in depends:
             if dep not in position:
                 issues.append(PlanIssue(atom.id, "missing_dependency", f"depends on missing atom {dep}"))
+        texts, depth = reference_texts(atom.input)
+        if depth > MAX_INPUT_DEPTH:
+            issues.append(PlanIssue(atom.id, "input_too_deep", f"the input nests {depth} levels deep; at most "
+                                    f"{MAX_INPUT_DEPTH} are allowed"))
+        for text in dict.fromkeys(t for t in texts if len(t) > MAX_REFERENCE_DIGITS):
+            issues.append(PlanIssue(atom.id, "bad_reference", f"refers to <result_of_{excerpt(text, 20)}>, an id of "
+                                    f"{len(text)} digits, which names no atom"))
         for ref in dict.fromkeys(references(atom.input)):
             if ref not in position:
                 issues.append(PlanIssue(atom.id, "missing_reference", f"refers to <result_of_{ref}>, but there is no atom {ref}"))
@@ -121,10 +138,14 @@ def validate_plan(plan: Plan, tools: dict[str, Tool], decisions: dict[str, Tool]
     if len(finals) != 1:
         ids = ", ".join(str(a.id) for a in finals) or "none"
         issues.append(PlanIssue(None, "final_count", f"a plan needs exactly one final atom (found: {ids})"))
+    depended_on: dict[int, list[int]] = {}
+    for atom in normalised:
+        for dep in atom.depends_on:
+            depended_on.setdefault(dep, []).append(atom.id)
     for final in finals:
         if not final.depends_on and not references(final.input):
             issues.append(PlanIssue(final.id, "empty_final", "the final atom reports nothing: give it dependsOn or input references"))
-        users = [a.id for a in normalised if final.id in a.depends_on]
+        users = depended_on.get(final.id, [])
         if users:
             issues.append(PlanIssue(final.id, "final_not_last", f"atoms {users} depend on the final atom"))
     for group in _cycles(normalised):

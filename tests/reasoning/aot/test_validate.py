@@ -68,16 +68,16 @@ def test_aot_val_050_a_1200_atom_forward_chain_is_checked_without_overflowing_th
     """Regression: the recursive cycle search overflowed on a long chain of atoms that depend on later ones."""
     n = 1200
     chain = [tool(i, "add", [i + 1] if i < n else [], a=1, b=1) for i in range(1, n + 1)]
-    validated, _ = validate_plan(plan(*chain, final(n + 1, [1])), TOOLS, DECISIONS)
+    validated, _ = validate_plan(plan(*chain, final(n + 1, [1])), TOOLS, DECISIONS, max_atoms=None)
     assert len(validated.atoms) == n + 1
     looped = [tool(i, "add", [i + 1] if i < n else [1], a=1, b=1) for i in range(1, n + 1)]
-    cycle = [e for e in errors_of_all(plan(*looped, final(n + 1, [1]))) if e.code == "cycle"]
+    cycle = [e for e in errors_of_all(plan(*looped, final(n + 1, [1])), max_atoms=None) if e.code == "cycle"]
     assert len(cycle) == 1 and cycle[0].atom == 1 and "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14" in cycle[0].message
 
 
-def errors_of_all(p: Plan):
+def errors_of_all(p: Plan, **options):
     with pytest.raises(PlanValidationError) as info:
-        validate_plan(p, TOOLS, DECISIONS)
+        validate_plan(p, TOOLS, DECISIONS, **options)
     return info.value.errors
 
 

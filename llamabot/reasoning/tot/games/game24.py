@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from llamabot.errors import LlamabotError
+from llamabot.errors import LlamabotError, excerpt
 
 TARGET = Fraction(24)
 MAX_EXPRESSION_CHARS = 500
@@ -52,16 +52,12 @@ def parse_puzzle(puzzle: str) -> tuple[int, ...]:
     parts = [p for p in re.split(r"[\s,]+", str(puzzle).strip()) if p]
     if not parts or not all(re.fullmatch(r"[0-9]+", p) for p in parts):
         raise PuzzleError(f"a Game-of-24 puzzle is whole numbers separated by spaces, e.g. '4 9 10 13'; "
-                          f"got {_excerpt(puzzle)}")
+                          f"got {excerpt(puzzle)}")
     too_long = next((p for p in parts if len(p) > MAX_NUMBER_DIGITS), None)
     if too_long is not None:
         raise PuzzleError(f"a Game-of-24 number has at most {MAX_NUMBER_DIGITS} digits; got one of {len(too_long)}")
     return tuple(int(p) for p in parts)
 
-
-def _excerpt(value: object, limit: int = 200) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
 
 
 def _tokens(expression: str) -> list[tuple[str, int]]:
