@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 #: How much of a raw value an error message quotes (errors are shown to models, which send them back).
 EXCERPT_CHARS = 200
 
