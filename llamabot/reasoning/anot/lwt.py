@@ -32,7 +32,9 @@ _ID = r"[A-Za-z0-9_][A-Za-z0-9_.\-]*"
 _ID_RE = re.compile(rf"^{_ID}$")
 _REFERENCE = re.compile(rf"\{{\(({_ID})\)\}}")
 _HEAD = re.compile(r"\(\s*(?P<id>[^()\s]*)\s*\)\s*=\s*(?P<llm>LLM\s*\(\s*)?")
-_NEXT_HEAD = re.compile(r"\n\s*\(\s*[^()\s]+\s*\)\s*=")
+# A later step's head at a line start. Blanks, not \s: \s* after \n also eats newlines, which made the search
+# quadratic on a prompt of many blank lines.
+_NEXT_HEAD = re.compile(r"\n[ \t\r\f\v]*\([ \t]*[^()\s]+[ \t]*\)[ \t]*=")
 
 
 class LWTError(LlamabotError, ValueError):
@@ -93,13 +95,18 @@ class LWTStep:
         return step_references(self.prompt)
 
     def render(self) -> str:
-        """The step as one script line, ``(id)=LLM('prompt')``; parses back to the same step."""
-        if "'" not in self.prompt:
-            quoted = f"'{self.prompt}'"
-        elif '"' not in self.prompt:
-            quoted = f'"{self.prompt}"'
+        """The step as one script line, ``(id)=LLM('prompt')``; parses back to the same step (any prompt the
+        parser accepts: a line inside it may not start like a step head, ``(c2)=...``).
+
+        A prompt without backslashes is quoted with a quote it does not contain; otherwise every backslash and
+        every single quote is escaped, which :func:`_unescape` undoes exactly."""
+        prompt = self.prompt
+        if "\\" not in prompt and "'" not in prompt:
+            quoted = f"'{prompt}'"
+        elif "\\" not in prompt and '"' not in prompt:
+            quoted = f'"{prompt}"'
         else:
-            quoted = "'" + self.prompt.replace("\\", "\\\\").replace("'", "\\'") + "'"
+            quoted = "'" + prompt.replace("\\", "\\\\").replace("'", "\\'") + "'"
         return f"({self.id})=LLM({quoted})"
 
 
@@ -110,10 +117,6 @@ def step_references(prompt: str) -> tuple[str, ...]:
         if name not in BUILTIN_VARIABLES:
             seen.setdefault(name, None)
     return tuple(seen)
-
-
-def _line_of(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
 
 
 def _check_id(step_id: str, line: int) -> None:
@@ -156,7 +159,21 @@ def _closing_quote(text: str, start: int, quote: str, call: bool) -> tuple[int, 
 
 
 def _unescape(body: str, quote: str) -> str:
-    return body.replace("\\" + quote, quote).replace("\\\\", "\\")
+    """Undo the escapes of a quoted prompt in one left-to-right pass: ``\\\\`` is a backslash, ``\\`` before the
+    quote is the quote; any other backslash is itself (``C:\\dir`` as a model writes it)."""
+    if "\\" not in body:
+        return body
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        char = body[i]
+        if char == "\\" and i + 1 < len(body) and body[i + 1] in ("\\", quote):
+            out.append(body[i + 1])
+            i += 2
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
 
 
 def _unclosed_prompt(text: str, start: int, quote: str) -> tuple[int, int] | None:
@@ -171,8 +188,7 @@ def _unclosed_prompt(text: str, start: int, quote: str) -> tuple[int, int] | Non
     return (body_end, end) if body_end > start else None
 
 
-def _parse_at(text: str, pos: int, lenient_end: bool = False) -> tuple[LWTStep, int]:
-    line = _line_of(text, pos)
+def _parse_at(text: str, pos: int, line: int, lenient_end: bool = False) -> tuple[LWTStep, int]:
     head = _HEAD.match(text, pos)
     if head is None:
         snippet = text[pos : text.find("\n", pos) if "\n" in text[pos:] else len(text)]
@@ -209,7 +225,7 @@ def parse_step(text: str) -> LWTStep:
     stripped = text.strip()
     if not stripped:
         raise LWTSyntaxError("the step is empty; write one step as (id)=LLM('prompt')")
-    step, end = _parse_at(stripped, 0, lenient_end=True)
+    step, end = _parse_at(stripped, 0, 1, lenient_end=True)
     if stripped[end:].strip(" \t\r\n;"):
         raise LWTSyntaxError(f"expected exactly one step, got more after ({step.id}); insert steps one at a time")
     return step
@@ -225,6 +241,7 @@ def parse_lwt(text: str) -> list[LWTStep]:
     steps: list[LWTStep] = []
     seen: dict[str, int] = {}
     pos = 0
+    counted, line = 0, 1  # line numbers counted incrementally (counting from the start each step was quadratic)
     while pos < len(text):
         if text[pos] in " \t\r\n;":
             pos += 1
@@ -233,7 +250,9 @@ def parse_lwt(text: str) -> list[LWTStep]:
             newline = text.find("\n", pos)
             pos = len(text) if newline < 0 else newline + 1
             continue
-        step, pos = _parse_at(text, pos)
+        line += text.count("\n", counted, pos)
+        counted = pos
+        step, pos = _parse_at(text, pos, line)
         if step.id in seen:
             raise LWTSyntaxError(
                 f"step id {step.id!r} is defined twice (lines {seen[step.id]} and {step.line})", step.line, step.id
