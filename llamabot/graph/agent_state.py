@@ -71,22 +71,46 @@ def answer_open_calls(memory: list[Message], start: int, text: str) -> int:
 
 def conversation_window(memory: list[Message], run_start: int, limit: int | None) -> list[Message]:
     """The messages to send: this run's user turn plus at most ``limit`` later messages, preceded by the
-    recent earlier history while the budget lasts. A window never starts with an orphan ``tool`` result
-    (providers reject a tool message whose assistant turn was cut off)."""
+    recent earlier history while the budget lasts.
+
+    The window is cut between turns, never inside one: an assistant message and the ``tool`` results that
+    answer it are kept or dropped together, so a window never starts with an orphan ``tool`` result (providers
+    reject one whose assistant turn was cut off). The newest turn is always kept whole, even when it alone
+    holds more than ``limit`` messages (a reply that made ``limit`` or more calls): the model must see the
+    results of the calls it just made."""
     if limit is None or len(memory) <= limit + 1:
         return memory
     query = memory[run_start]
     after = memory[run_start + 1 :]
-    if len(after) >= limit:
-        tail = _drop_orphans(after[-limit:])
+    tail = _newest_turns(after, limit, keep_newest=True)
+    if len(tail) < len(after):
         return [query, *tail]
-    budget = limit - len(after)
-    before = _drop_orphans(memory[max(0, run_start - budget) : run_start])
+    before = _newest_turns(memory[:run_start], limit - len(after), keep_newest=False)
     return [*before, query, *after]
 
 
-def _drop_orphans(messages: list[Message]) -> list[Message]:
-    start = 0
-    while start < len(messages) and messages[start].get("role") == "tool":
-        start += 1
-    return messages[start:]
+def _turns(messages: list[Message]) -> list[list[Message]]:
+    """``messages`` cut into turns: each message but a ``tool`` result starts one; results join the turn
+    before them (a leading result, whose assistant turn is not here, is a turn of its own)."""
+    turns: list[list[Message]] = []
+    for message in messages:
+        if message.get("role") == "tool" and turns:
+            turns[-1].append(message)
+        else:
+            turns.append([message])
+    return turns
+
+
+def _newest_turns(messages: list[Message], budget: int, *, keep_newest: bool) -> list[Message]:
+    """The longest run of whole turns at the end of ``messages`` that fits ``budget`` messages (the newest turn
+    whatever its size when ``keep_newest``), without a leading orphan ``tool`` result."""
+    kept: list[list[Message]] = []
+    size = 0
+    for turn in reversed(_turns(messages)):
+        if size + len(turn) > budget and not (keep_newest and not kept):
+            break
+        kept.append(turn)
+        size += len(turn)
+    while kept and kept[-1][0].get("role") == "tool":  # kept is newest first: drop orphans at the window's start
+        kept.pop()
+    return [message for turn in reversed(kept) for message in turn]

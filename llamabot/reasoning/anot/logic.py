@@ -13,12 +13,16 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal, Union
 
-from llamabot.errors import LlamabotError
+from llamabot.errors import LlamabotError, excerpt
 
 Operator = Literal["AND", "OR"]
 Term = Union[int, "Logic"]
 
 _TOKEN = re.compile(r"\s*(?:(?P<op>AND|OR)\b|(?P<num>\d+)|(?P<punct>[(),]))", re.IGNORECASE)
+#: How deeply AND/OR may nest, and the most digits of a condition id (the parser recurses per level, and
+#: Python refuses integers past 4,300 digits: both are syntax errors here, never a crash).
+MAX_NESTING = 32
+MAX_ID_DIGITS = 9
 
 
 class LogicSyntaxError(LlamabotError, ValueError):
@@ -27,7 +31,7 @@ class LogicSyntaxError(LlamabotError, ValueError):
     def __init__(self, text: str, position: int, reason: str):
         self.text = text
         self.position = position
-        super().__init__(f"LOGIC {text!r} at position {position}: {reason}; write e.g. AND(1, 2, OR(3, 4))")
+        super().__init__(f"LOGIC {excerpt(text)} at position {position}: {reason}; write e.g. AND(1, 2, OR(3, 4))")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +52,8 @@ class Logic:
 
 
 def parse_logic(text: str) -> Logic:
-    """Parse ``AND(1, 2, OR(3, 4))``. A bare id (``"1"``) is ``AND(1)``. Raises :class:`LogicSyntaxError`."""
+    """Parse ``AND(1, 2, OR(3, 4))``. A bare id (``"1"``) is ``AND(1)``. Raises :class:`LogicSyntaxError`, and
+    nothing else, whatever the text (nesting past :data:`MAX_NESTING`, ids past :data:`MAX_ID_DIGITS` digits)."""
     tokens: list[tuple[str, str, int]] = []
     pos = 0
     stripped = text.rstrip()
@@ -57,22 +62,26 @@ def parse_logic(text: str) -> Logic:
         if match is None:
             raise LogicSyntaxError(text, pos, f"unexpected {stripped[pos:pos + 10]!r}")
         kind = match.lastgroup or ""
+        if kind == "num" and len(match.group(kind)) > MAX_ID_DIGITS:
+            raise LogicSyntaxError(text, match.start(kind), f"a condition id has at most {MAX_ID_DIGITS} digits")
         tokens.append((kind, match.group(kind).upper(), match.start(kind)))
         pos = match.end()
     if not tokens:
         raise LogicSyntaxError(text, 0, "it is empty")
     if len(tokens) == 1 and tokens[0][0] == "num":
         return Logic("AND", (int(tokens[0][1]),))
-    node, index = _parse_node(text, tokens, 0)
+    node, index = _parse_node(text, tokens, 0, 0)
     if index != len(tokens):
         raise LogicSyntaxError(text, tokens[index][2], "unexpected text after the expression")
     return node
 
 
-def _parse_node(text: str, tokens: list[tuple[str, str, int]], index: int) -> tuple[Logic, int]:
+def _parse_node(text: str, tokens: list[tuple[str, str, int]], index: int, depth: int) -> tuple[Logic, int]:
     kind, value, position = tokens[index]
     if kind != "op":
         raise LogicSyntaxError(text, position, f"expected AND or OR, got {value!r}")
+    if depth >= MAX_NESTING:
+        raise LogicSyntaxError(text, position, f"AND/OR nest more than {MAX_NESTING} levels deep")
     if index + 1 >= len(tokens) or tokens[index + 1][1] != "(":
         raise LogicSyntaxError(text, position, f"{value} must be followed by '('")
     index += 2
@@ -85,7 +94,7 @@ def _parse_node(text: str, tokens: list[tuple[str, str, int]], index: int) -> tu
             args.append(int(token))
             index += 1
         elif kind == "op":
-            child, index = _parse_node(text, tokens, index)
+            child, index = _parse_node(text, tokens, index, depth + 1)
             args.append(child)
         else:
             raise LogicSyntaxError(text, position, f"expected a condition id or AND/OR, got {token!r}")

@@ -331,17 +331,26 @@ def run_layer(tools: AtomTools, record: ExecutionRecord, index: int) -> list[Ato
 
 
 async def arun_layer(tools: AtomTools, record: ExecutionRecord, index: int,
-                     threads: LayerThreads | None = None) -> list[AtomRecord]:
+                     threads: LayerThreads | None = None,
+                     finished: list[AtomRecord] | None = None) -> list[AtomRecord]:
     """The atoms of layer ``index`` concurrently (``asyncio.gather``; each atom's span is a child of the active
     span, in its own task); the layer always finishes. Blocking sync tools run in ``threads`` (the execution's
     own pool, as wide as its widest layer, so a layer of them overlaps completely), else in the shared tool
-    threads."""
+    threads. ``finished``, when given, receives each atom's record as soon as it finishes, so a caller that is
+    cancelled mid-layer still knows which atoms completed (and must be compensated)."""
     atoms = layer_atoms(record, index)
     results = layer_results(record, atoms)
+    pool = None if threads is None or len(atoms) == 1 else threads.for_layer(tools, record, atoms)
+
+    async def one(atom: Atom) -> AtomRecord:
+        done = await arun_atom(tools, atom, results, pool)
+        if finished is not None:
+            finished.append(done)
+        return done
+
     if len(atoms) == 1:
-        return [await arun_atom(tools, atoms[0], results)]
-    pool = None if threads is None else threads.for_layer(tools, record, atoms)
-    return list(await asyncio.gather(*(arun_atom(tools, atom, results, pool) for atom in atoms)))
+        return [await one(atoms[0])]
+    return list(await asyncio.gather(*(one(atom) for atom in atoms)))
 
 
 class LayerThreads:
@@ -456,11 +465,14 @@ async def arun_compensations(tools: AtomTools, calls: list[CompensationCall]) ->
 
 def apply_compensations(record: ExecutionRecord, calls: list[CompensationCall], errors: list[str | None],
                         duration_s: float = 0.0) -> None:
-    """Mark the compensated atoms (``compensation = "<tool>: ok"`` or ``"<tool>: failed: <error>"``)."""
+    """Record each compensation on its atom (``compensation = "<tool>: ok"`` or ``"<tool>: failed: <error>"``).
+    Only an atom whose compensator succeeded becomes ``compensated``; one whose compensator failed stays ``ok``
+    (its effect was not undone, and the record must not say it was)."""
     record.duration_s += duration_s
     for call, error in zip(calls, errors, strict=True):
         atom_record = record.atoms[call.atom]
-        atom_record.status = "compensated"
+        if error is None:
+            atom_record.status = "compensated"
         atom_record.compensation = f"{call.compensator}: " + ("ok" if error is None else f"failed: {error}")
 
 
@@ -518,7 +530,11 @@ async def aexecute_plan(
 ) -> ExecutionRecord:
     """Async twin of :func:`execute_plan`: the atoms of a layer run concurrently. Sync tools run in worker
     threads so that blocking tools overlap too; ``sync_tools_in_threads=False`` calls them on the event loop
-    (for tools known not to block)."""
+    (for tools known not to block).
+
+    Cancelled (a timeout, a client gone), it compensates every atom that completed, including those of the
+    interrupted layer, then lets the ``CancelledError`` propagate (so timeouts and task groups work as usual)
+    with the execution record attached as its ``record`` attribute (status ``failed``, error ``"cancelled"``)."""
     config = AtomTools(tools, decisions or {}, retry, compensations or {})
     if not sync_tools_in_threads:
         config = config.non_blocking()
@@ -528,7 +544,13 @@ async def aexecute_plan(
     try:
         while index < len(record.layers):
             started = time.perf_counter()
-            done = await arun_layer(config, record, index, threads)
+            finished: list[AtomRecord] = []
+            try:
+                done = await arun_layer(config, record, index, threads, finished)
+            except asyncio.CancelledError as cancelled:
+                await _compensate_cancelled(config, record, finished, time.perf_counter() - started)
+                cancelled.record = record  # type: ignore[attr-defined]
+                raise
             if not apply_layer(record, done, time.perf_counter() - started):
                 started = time.perf_counter()
                 calls = compensation_calls(config, record)
@@ -540,6 +562,25 @@ async def aexecute_plan(
         if threads is not None:
             threads.close()
     return finish(record)
+
+
+#: ``ExecutionRecord.error`` of an execution that was cancelled.
+CANCELLED = "cancelled"
+
+
+async def _compensate_cancelled(config: AtomTools, record: ExecutionRecord, finished: list[AtomRecord],
+                                duration_s: float) -> None:
+    """After a cancellation: record the atoms of the interrupted layer that finished, mark the execution failed
+    (``error = "cancelled"``), and compensate every completed atom, newest first. The compensations run shielded
+    from a second cancellation, so a cancelled execution never leaves completed effects silently in place."""
+    apply_layer(record, finished, duration_s)
+    record.status, record.error = "failed", CANCELLED
+    calls = compensation_calls(config, record)
+    if not calls:
+        return
+    started = time.perf_counter()
+    errors = await asyncio.shield(arun_compensations(config, calls))
+    apply_compensations(record, calls, errors, time.perf_counter() - started)
 
 
 def _non_blocking(tools: dict[str, Tool]) -> dict[str, Tool]:
