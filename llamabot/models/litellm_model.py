@@ -3,14 +3,21 @@
 LiteLLM is imported here, lazily, on the first model call (it costs about 3 s). ``ensure_litellm`` also
 registers the embedded provider in ``litellm.custom_provider_map`` under ``local`` (never replacing an entry
 someone else added) and registers the local models with zero cost, which spares LiteLLM its cost look-ups.
+
+Whatever a provider raises (an API error, a connection error, a malformed response) reaches the caller as
+:class:`~llamabot.errors.ModelCallError` naming the model, with the provider's exception kept as ``__cause__``;
+cancellation and other base exceptions pass through untouched, and so do llamabot's own errors.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from llamabot.errors import LlamabotError, ModelCallError
 from llamabot.models.registry import LOCAL_MODELS, LOCAL_PREFIX
 from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
 from llamabot.models.seam import TokenCallback
@@ -88,14 +95,21 @@ class LiteLLMModel:
         litellm = ensure_litellm()
         started = time.perf_counter()
         if on_token is None:
-            response = litellm.completion(**self._kwargs(request, stream=False))
-        else:
-            chunks = []
-            for chunk in litellm.completion(**self._kwargs(request, stream=True)):
-                chunks.append(chunk)
-                _emit(chunk, on_token)
-            response = self._assemble(litellm, chunks, request)
-        return reply_from_litellm(response, time.perf_counter() - started)
+            with provider_errors(self.model_string):
+                response = litellm.completion(**self._kwargs(request, stream=False))
+                return reply_from_litellm(response, time.perf_counter() - started)
+        chunks = []
+        with provider_errors(self.model_string):
+            stream = iter(litellm.completion(**self._kwargs(request, stream=True)))
+        while True:
+            with provider_errors(self.model_string):  # not around on_token: a hook's error is its own
+                chunk = next(stream, _END)
+            if chunk is _END:
+                break
+            chunks.append(chunk)
+            _emit(chunk, on_token)
+        with provider_errors(self.model_string):
+            return reply_from_litellm(self._assemble(litellm, chunks, request), time.perf_counter() - started)
 
     def _assemble(self, litellm: Any, chunks: list[Any], request: ModelRequest) -> Any:
         """Rebuild one response from stream chunks. Custom providers' chunks name the model without its
@@ -110,14 +124,41 @@ class LiteLLMModel:
         litellm = ensure_litellm()
         started = time.perf_counter()
         if on_token is None:
-            response = await litellm.acompletion(**self._kwargs(request, stream=False))
-        else:
-            chunks = []
-            async for chunk in await litellm.acompletion(**self._kwargs(request, stream=True)):
-                chunks.append(chunk)
-                _emit(chunk, on_token)
-            response = self._assemble(litellm, chunks, request)
-        return reply_from_litellm(response, time.perf_counter() - started)
+            with provider_errors(self.model_string):
+                response = await litellm.acompletion(**self._kwargs(request, stream=False))
+                return reply_from_litellm(response, time.perf_counter() - started)
+        chunks = []
+        with provider_errors(self.model_string):
+            stream = (await litellm.acompletion(**self._kwargs(request, stream=True))).__aiter__()
+        while True:
+            with provider_errors(self.model_string):
+                chunk = await anext(stream, _END)
+            if chunk is _END:
+                break
+            chunks.append(chunk)
+            _emit(chunk, on_token)
+        with provider_errors(self.model_string):
+            return reply_from_litellm(self._assemble(litellm, chunks, request), time.perf_counter() - started)
+
+
+_END = object()
+#: The most characters of a provider's error message quoted in a ModelCallError.
+ERROR_CHARS = 500
+
+
+@contextmanager
+def provider_errors(model: str) -> Iterator[None]:
+    """Turn an ``Exception`` raised inside into :class:`ModelCallError` naming ``model`` (the original as
+    ``__cause__``); llamabot's own errors and base exceptions (cancellation) pass through."""
+    try:
+        yield
+    except LlamabotError:
+        raise
+    except Exception as exc:
+        detail = str(exc)
+        if len(detail) > ERROR_CHARS:
+            detail = f"{detail[:ERROR_CHARS]}... ({len(detail)} chars)"
+        raise ModelCallError(f"{model}: the model call failed: {type(exc).__name__}: {detail}") from exc
 
 
 def _emit(chunk: Any, on_token: TokenCallback) -> None:

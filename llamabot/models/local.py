@@ -33,7 +33,7 @@ from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 from litellm.types.utils import ChatCompletionMessageToolCall, Choices, Function, Message, ModelResponse
 from litellm.types.utils import Usage as LiteLLMUsage
 
-from llamabot.errors import ModelFileError
+from llamabot.errors import ModelFileError, excerpt
 from llamabot.models.local_grammar import (
     forces_tool_call,
     parse_forced_call,
@@ -207,11 +207,11 @@ class LocalEngine:
         text, p_tok, c_tok, finish = self._complete(prompt + TOOL_CALL_OPEN, stop, sampling, grammar, None)
         try:
             name, arguments = parse_forced_call(text)
-        except (json.JSONDecodeError, KeyError) as exc:
+        except (ValueError, RecursionError, KeyError) as exc:
             # Only possible when max_tokens cut the grammar short: report it, do not invent a call.
             raise CustomLLMError(
                 status_code=500,
-                message=f"local model stopped before finishing a tool call ({finish}); raise max_tokens. Output: {text!r}",
+                message=f"local model stopped before finishing a tool call ({finish}); raise max_tokens. Output: {excerpt(text)}",
             ) from exc
         return Generation(None, [(name, arguments)], p_tok, c_tok, "tool_calls")
 

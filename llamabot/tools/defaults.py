@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+from llamabot.errors import excerpt
 from llamabot.tools.tool import tool
 
 
@@ -27,9 +28,9 @@ def return_object_to_user(variable_name: str, _globals_dict: dict[str, Any] | No
         variable_name: The name of the variable to return.
     """
     namespace = _globals_dict or {}
-    if variable_name not in namespace:
+    if variable_name.startswith("_") or variable_name not in namespace:  # "_" names are private, as in inspect_globals
         available = ", ".join(sorted(k for k in namespace if not k.startswith("_"))) or "(none)"
-        raise KeyError(f"no variable named {variable_name!r}; available variables: {available}")
+        raise KeyError(f"no variable named {excerpt(variable_name, 80)}; available variables: {available}")
     return namespace[variable_name]
 
 

@@ -90,9 +90,15 @@ def _unwrap(expression: str) -> str:
 def expression_from_steps(puzzle: str, steps: Sequence[str]) -> str | None:
     """The expression a full path of steps builds (``(13 - 9) * (10 - 4)``), or ``None`` when the steps are
     unreadable, use numbers that are not left, or do not end with exactly one number."""
-    pool: list = [(Fraction(n), str(n)) for n in parse_puzzle(puzzle)]
-    for text in steps:
-        step = parse_step(text)
+    return _compose(parse_puzzle(puzzle), [parse_step(text) for text in steps], 0)
+
+
+def _compose(numbers: tuple[int, ...], steps: Sequence[Step | None], start: int) -> str | None:
+    """:func:`expression_from_steps` over already parsed steps, from ``steps[start]`` on (no copy). Stops at
+    the first step that cannot apply, so it reads at most ``len(numbers)`` steps."""
+    pool: list = [(Fraction(n), str(n)) for n in numbers]
+    for index in range(start, len(steps)):
+        step = steps[index]
         if step is None:
             return None
         left, right = _take(pool, step.a), _take(pool, step.b)
@@ -117,9 +123,9 @@ def extract_answer(text: str | None, puzzle: str) -> str | None:
     answers = [a for a in answers if a]
     if answers:
         return answers[-1]
-    steps = [line for line in text.splitlines() if parse_step(line)]
-    for start in range(len(steps)):  # the last complete run of steps that builds an expression
-        expression = expression_from_steps(puzzle, steps[start:])
-        if expression is not None:
-            return expression
-    return None
+    numbers = parse_puzzle(puzzle)
+    steps = [step for step in map(parse_step, text.splitlines()) if step is not None]
+    # Each step takes two numbers and gives one, so only the last len(numbers) - 1 steps can build the
+    # expression: one composition, not one per starting line (which made long replies slow).
+    start = len(steps) - (len(numbers) - 1)
+    return _compose(numbers, steps, start) if 0 <= start < len(steps) else None
