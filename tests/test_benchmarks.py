@@ -29,6 +29,7 @@ EXPECTED_KEYS: dict[str, set[str]] = {
         "requests", "quick",
     },
     "aot_parallel.py": {"parallel_ratio", "parallel_ratio_threads", "sequential_s", "quick"},
+    "parser_scaling.py": {"worst_doubling_ratio", "worst_case", "worst_ms_per_kb", "n", "quick"},
     "import_time.py": {
         "llamabot_ms", "llamabot_bots_ms", "llamabot_agent_ms", "llamabot_cli_ms", "litellm_ms", "llamabot_vs_litellm",
         "quick",
@@ -80,3 +81,16 @@ def test_quick_mode_from_the_environment() -> None:
     result = run_benchmark("aot_parallel.py", env={"LLAMABOT_BENCH_QUICK": "1"})
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
     assert parse_result(result.stdout)["quick"] == 1
+
+
+def test_parser_scaling_times_every_worst_input_at_n_and_2n() -> None:
+    """HARD-LIN-040: one table row per worst input of ``WORST_INPUTS`` (both timings and their ratio), and the
+    RESULT line names the worst row."""
+    result = run_benchmark("parser_scaling.py", "--quick")
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    rows = [line.split() for line in result.stdout.splitlines() if line[:2].strip().isdigit()]
+    fields = parse_result(result.stdout)
+    assert len(rows) > 20 and [int(row[0]) for row in rows] == list(range(len(rows)))
+    ratios = [float(row[-2]) for row in rows]
+    assert all(r > 0 for r in ratios) and fields["worst_doubling_ratio"] == max(ratios)
+    assert 0 <= fields["worst_case"] < len(rows) and fields["n"] == 5000  # quick mode keeps n above 4,300 digits
