@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -98,18 +98,13 @@ class LiteLLMModel:
             with provider_errors(self.model_string):
                 response = litellm.completion(**self._kwargs(request, stream=False))
                 return reply_from_litellm(response, time.perf_counter() - started)
-        chunks = []
         with provider_errors(self.model_string):
             stream = iter(litellm.completion(**self._kwargs(request, stream=True)))
-        while True:
-            with provider_errors(self.model_string):  # not around on_token: a hook's error is its own
-                chunk = next(stream, _END)
-            if chunk is _END:
-                break
+        chunks = []
+        while (chunk := _next_chunk(self.model_string, stream)) is not _END:
             chunks.append(chunk)
-            _emit(chunk, on_token)
-        with provider_errors(self.model_string):
-            return reply_from_litellm(self._assemble(litellm, chunks, request), time.perf_counter() - started)
+            _emit(chunk, on_token)  # not inside provider_errors: a hook's error is its own
+        return self._streamed(litellm, chunks, request, started)
 
     def _assemble(self, litellm: Any, chunks: list[Any], request: ModelRequest) -> Any:
         """Rebuild one response from stream chunks. Custom providers' chunks name the model without its
@@ -127,21 +122,30 @@ class LiteLLMModel:
             with provider_errors(self.model_string):
                 response = await litellm.acompletion(**self._kwargs(request, stream=False))
                 return reply_from_litellm(response, time.perf_counter() - started)
-        chunks = []
         with provider_errors(self.model_string):
             stream = (await litellm.acompletion(**self._kwargs(request, stream=True))).__aiter__()
-        while True:
-            with provider_errors(self.model_string):
-                chunk = await anext(stream, _END)
-            if chunk is _END:
-                break
+        chunks = []
+        while (chunk := await _anext_chunk(self.model_string, stream)) is not _END:
             chunks.append(chunk)
             _emit(chunk, on_token)
+        return self._streamed(litellm, chunks, request, started)
+
+    def _streamed(self, litellm: Any, chunks: list[Any], request: ModelRequest, started: float) -> ModelReply:
         with provider_errors(self.model_string):
             return reply_from_litellm(self._assemble(litellm, chunks, request), time.perf_counter() - started)
 
 
 _END = object()
+
+
+def _next_chunk(model: str, stream: Iterator[Any]) -> Any:
+    with provider_errors(model):
+        return next(stream, _END)
+
+
+async def _anext_chunk(model: str, stream: AsyncIterator[Any]) -> Any:
+    with provider_errors(model):
+        return await anext(stream, _END)
 #: The most characters of a provider's error message quoted in a ModelCallError.
 ERROR_CHARS = 500
 

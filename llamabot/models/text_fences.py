@@ -18,40 +18,32 @@ def fenced_blocks(text: str | None) -> list[str]:
     An opening fence may carry a ``json`` tag (any case), which is not part of the body; any other tag is kept
     in the body, so it will not parse as JSON. An unclosed fence is not a block.
     """
-    blocks: list[str] = []
-    if not text:
-        return blocks
-    position = 0
-    while True:
-        start = text.find(FENCE, position)
-        if start < 0:
-            return blocks
-        body = start + len(FENCE)
-        if text[body : body + len(JSON_TAG)].lower() == JSON_TAG:
-            body += len(JSON_TAG)
-        end = text.find(FENCE, body)
-        if end < 0:
-            return blocks
-        blocks.append(text[body:end].strip())
-        position = end + len(FENCE)
+    return _blocks(text, FENCE, FENCE, unclosed_runs_to_end=False, tag=JSON_TAG)
 
 
 def tagged_blocks(text: str | None, tag: str) -> list[str]:
     """The bodies of ``<tag>...</tag>`` pairs in ``text``, in order, stripped; a last unclosed tag runs to the
     end of the text (small models often stop before closing it)."""
+    return _blocks(text, f"<{tag}>", f"</{tag}>", unclosed_runs_to_end=True)
+
+
+def _blocks(text: str | None, opening: str, closing: str, *, unclosed_runs_to_end: bool, tag: str = "") -> list[str]:
+    """Every body between ``opening`` and the next ``closing``, left to right (each character looked at a
+    bounded number of times); ``tag`` right after an opening (any case) is skipped."""
     blocks: list[str] = []
-    if not text:
-        return blocks
-    opening, closing = f"<{tag}>", f"</{tag}>"
     position = 0
-    while True:
+    while text:
         start = text.find(opening, position)
         if start < 0:
-            return blocks
+            break
         body = start + len(opening)
+        if tag and text[body : body + len(tag)].lower() == tag:
+            body += len(tag)
         end = text.find(closing, body)
         if end < 0:
-            blocks.append(text[body:].strip())
-            return blocks
+            if unclosed_runs_to_end:
+                blocks.append(text[body:].strip())
+            break
         blocks.append(text[body:end].strip())
         position = end + len(closing)
+    return blocks
