@@ -1,12 +1,12 @@
 """Parser scaling: every parser of model output timed on its worst inputs at n and 2n characters.
 
 Each parser of model output (tool-call text, tool arguments, structured output, ToT thoughts and scores,
-Game-of-24 steps, answers and checker, LWT scripts and layers, ANoT rankings, paths and LOGIC, AoT plans and
-references) gets the inputs that made it hang or crash before issue #13 (unclosed fences of blanks or newlines,
-long digit runs, thousands of nested brackets, blank lines inside a prompt, two-node dependency cycles...). Each
-is timed at n and at 2n characters (best of several repeats, each a loop long enough to time); a linear parser
-doubles its time (ratio about 2), a quadratic one quadruples it. One line per input, then
-``RESULT worst_doubling_ratio=... worst_case=<index> worst_ms_per_kb=... n=... quick=0``
+Game-of-24 steps, answers and checker, LWT scripts and layers, ANoT rankings, paths and LOGIC, AoT plans,
+references and evaluated answers) gets the inputs that made it hang or crash before issue #13 (unclosed
+fences of blanks or newlines, long digit runs, thousands of nested brackets, blank lines inside a prompt,
+two-node dependency cycles...). Each is timed at n and at 2n characters (best of several repeats, each a loop
+long enough to time); a linear parser doubles its time (ratio about 2), a quadratic one quadruples it. One
+line per input, then ``RESULT worst_doubling_ratio=... worst_case=<index> worst_ms_per_kb=... n=... quick=0``
 (target: ``worst_doubling_ratio`` at most 2.5).
 
     python benchmarks/parser_scaling.py [--n 8000] [--quick]
@@ -35,6 +35,7 @@ from llamabot.reasoning.anot.lwt import execution_layers, parse_lwt
 from llamabot.reasoning.anot.lwt import parse_step as parse_lwt_step
 from llamabot.reasoning.anot.paths import parse_path
 from llamabot.reasoning.anot.ranking import parse_ranking
+from llamabot.reasoning.aot.evaluate import parse_number
 from llamabot.reasoning.aot.plan import Plan, references
 from llamabot.reasoning.aot.validate import validate_plan
 from llamabot.reasoning.tot.games.game24 import check_game24
@@ -147,6 +148,8 @@ WORST_INPUTS: tuple[WorstInput, ...] = (
                lambda n: _fill("1", n, '{"atoms": [{"id": 1, "kind": "tool", "name": "add", "input": {"a": '
                                        '"<result_of_', '>", "b": 1}}, {"id": 2, "kind": "final", "name": "report", '
                                        '"dependsOn": [1]}]}')),
+    WorstInput("aot.parse_number", "answer then blanks", parse_number, lambda n: _fill(" ", n, "answer", "x")),
+    WorstInput("aot.parse_number", "digits and commas", parse_number, lambda n: _fill("1,", n, "answer: ")),
 )
 
 

@@ -29,6 +29,7 @@ from llamabot.reasoning.anot.paths import resolve as resolve_path
 from llamabot.reasoning.anot.ranking import condition_votes, parse_ranking
 from llamabot.reasoning.anot.substitution import SubstitutionContext, SubstitutionError, substitute
 from llamabot.reasoning.aot import AtomExecutionError, Plan, PlanValidationError, execute_plan, validate_plan
+from llamabot.reasoning.aot.evaluate import parse_number
 from llamabot.reasoning.aot.plan import references, resolve
 from llamabot.reasoning.tot.games.game24 import (
     ExpressionError,
@@ -157,6 +158,8 @@ def test_hard_fuzz_010_aot_plan_text_and_references(text):
     check(plan_of, text, (ValidationError, PlanValidationError))
     assert all(isinstance(r, int) for r in check(lambda t: references({"a": [t]}), text))
     check(lambda t: resolve({"a": t}, {1: 5.0}), text, (KeyError,))
+    number = check(parse_number, text)  # the evaluation harness reading a model's final answer
+    assert number is None or isinstance(number, float)
 
 
 atom_ids = st.one_of(st.integers(-2, 12), st.just(10**30))
