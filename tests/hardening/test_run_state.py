@@ -8,6 +8,8 @@ Unanswered tool calls (defect 4) are covered where the agent's run model is spec
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -157,24 +159,59 @@ def test_hard_def_010_return_object_to_user_hides_underscore_names_like_inspect_
         return_object_to_user.tool.func("_secret", namespace)
 
 
-@pytest.mark.parametrize("stream", [False, True])
-async def test_hard_def_020_provider_errors_reach_the_caller_as_model_call_error_with_the_cause(stream):
+async def test_hard_def_020_provider_errors_reach_the_caller_as_model_call_error_with_the_cause():
+    """Through the real LiteLLM (a scripted custom provider that raises), sync and async."""
     from llamabot.models.litellm_model import LiteLLMModel
     from llamabot.models.scripted_provider import register_scripted_provider
 
-    name = register_scripted_provider(ScriptedModel([RuntimeError("provider down")] * 4),
-                                      prefix=f"scripted-hard-{int(stream)}")
+    name = register_scripted_provider(ScriptedModel([RuntimeError("provider down")] * 2), prefix="scripted-hard")
     model = LiteLLMModel(name)
     request = ModelRequest(name, [user("q")])
-    on_token = (lambda piece: None) if stream else None
-    for attempt in (lambda: model.complete(request, on_token), None):
-        if attempt is None:
-            with pytest.raises(ModelCallError) as info:
-                await model.acomplete(request, on_token)
-        else:
-            with pytest.raises(ModelCallError) as info:
-                attempt()
-        assert name in str(info.value) and info.value.__cause__ is not None
-        assert len(str(info.value)) < 800  # the provider's message is quoted as a bounded excerpt
-        if not stream:  # (the scripted provider does not stream: that failure is the provider's too)
-            assert "provider down" in str(info.value)
+    with pytest.raises(ModelCallError) as sync_info:
+        model.complete(request)
+    with pytest.raises(ModelCallError) as async_info:
+        await model.acomplete(request)
+    for info in (sync_info, async_info):
+        assert name in str(info.value) and "provider down" in str(info.value)
+        assert info.value.__cause__ is not None
+
+
+class _StreamCutLiteLLM:
+    """Stands in for the LiteLLM module: a stream that yields one chunk, then fails."""
+
+    @staticmethod
+    def _chunk(text: str) -> Any:
+        return SimpleNamespace(choices=[SimpleNamespace(delta=SimpleNamespace(content=text))])
+
+    def completion(self, **kwargs: Any) -> Any:
+        yield self._chunk("par")
+        raise ConnectionError("stream cut " + "x" * 5000)
+
+    async def acompletion(self, **kwargs: Any) -> Any:
+        async def chunks() -> Any:
+            yield self._chunk("par")
+            raise ConnectionError("stream cut " + "x" * 5000)
+
+        return chunks()
+
+
+async def test_hard_def_020_a_stream_cut_midway_is_a_model_call_error_but_a_hooks_error_is_its_own(monkeypatch):
+    from llamabot.models import litellm_model
+
+    monkeypatch.setattr(litellm_model, "_litellm", _StreamCutLiteLLM())
+    model = litellm_model.LiteLLMModel("fake/model")
+    request = ModelRequest("fake/model", [user("q")])
+    pieces: list[str] = []
+    with pytest.raises(ModelCallError, match="stream cut") as sync_info:
+        model.complete(request, pieces.append)
+    with pytest.raises(ModelCallError, match="stream cut") as async_info:
+        await model.acomplete(request, pieces.append)
+    assert pieces == ["par", "par"]
+    for info in (sync_info, async_info):
+        assert isinstance(info.value.__cause__, ConnectionError) and len(str(info.value)) < 700  # bounded
+
+    def failing_hook(piece: str) -> None:
+        raise KeyError("the hook's own error")
+
+    with pytest.raises(KeyError):
+        model.complete(request, failing_hook)
