@@ -72,9 +72,12 @@ async def test_hard_comp_010_cancelling_after_an_atom_completed_compensates_it_a
         """Book something."""
         return f"booked {name}"
 
+    waiting = asyncio.Event()
+
     @tool
     async def wait(name: str) -> str:
         """Take a long time."""
+        waiting.set()
         await asyncio.sleep(10)
         return name
 
@@ -90,7 +93,8 @@ async def test_hard_comp_010_cancelling_after_an_atom_completed_compensates_it_a
                  {"id": 3, "kind": "tool", "name": "wait", "input": {"name": "x"}, "dependsOn": [1]},
                  {"id": 4, "kind": "final", "name": "report", "dependsOn": [2, 3]}, tools=tools)
     task = asyncio.ensure_future(aexecute_plan(plan, tools, compensations={"book": cancel_booking.tool}))
-    await asyncio.sleep(0.05)  # atom 1 done; atoms 2 (done) and 3 (waiting) in the second layer
+    await asyncio.wait_for(waiting.wait(), 5)  # atom 1 done; in the second layer atom 2 done, atom 3 waiting
+    await asyncio.sleep(0)
     task.cancel()
     with pytest.raises(asyncio.CancelledError) as info:
         await task
