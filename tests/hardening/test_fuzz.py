@@ -56,7 +56,7 @@ TOKENS = [
     "4 + 9 = 13", "13 - 9 = 4", "Answer: ", "(", ")", "= 24", "(c1)=LLM('", "(final)=LLM(\"", "')", "\\'", "\\\\",
     "{(c1)}", "{(items)}[*][attributes][WiFi]", "{(items)}[1][reviews][~music]", "{(query)}", "AND(", "OR(", ", ",
     "<result_of_1>", "<result_of_", '{"atoms": [', '{"id": 1, "kind": "tool", "name": "add", "input": {"a": 1, "b": 2}}',
-    '{"id": 2, "kind": "final", "name": "report", "dependsOn": [1]}', "\n", " ", "1" * 50,
+    '{"id": 2, "kind": "final", "name": "report", "dependsOn": [1]}', "\n", " ", "1" * 50, "1 score", "(a) =",
 ]
 
 model_text = st.one_of(

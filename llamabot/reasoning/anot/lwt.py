@@ -31,7 +31,8 @@ FINAL_ID = "final"
 _ID = r"[A-Za-z0-9_][A-Za-z0-9_.\-]*"
 _ID_RE = re.compile(rf"^{_ID}$")
 _REFERENCE = re.compile(rf"\{{\(({_ID})\)\}}")
-_HEAD = re.compile(r"\(\s*(?P<id>[^()\s]*)\s*\)\s*=\s*(?P<llm>LLM\s*\(\s*)?")
+# The id and the blanks around it: ``\s*`` twice around an optional id was quadratic on "(" and blanks.
+_HEAD = re.compile(r"\(\s*(?:(?P<id>[^()\s]+)\s*)?\)\s*=\s*(?P<llm>LLM\s*\(\s*)?")
 # A later step's head at a line start. Blanks, not \s: \s* after \n also eats newlines, which made the search
 # quadratic on a prompt of many blank lines.
 _NEXT_HEAD = re.compile(r"\n[ \t\r\f\v]*\([ \t]*[^()\s]+[ \t]*\)[ \t]*=")
@@ -193,7 +194,7 @@ def _parse_at(text: str, pos: int, line: int, lenient_end: bool = False) -> tupl
     if head is None:
         snippet = text[pos : text.find("\n", pos) if "\n" in text[pos:] else len(text)]
         raise LWTSyntaxError(f"expected a step like (c1)=LLM('prompt'), got {snippet[:120]!r}", line)
-    step_id = head.group("id")
+    step_id = head.group("id") or ""
     _check_id(step_id, line)
     call = head.group("llm") is not None
     start = head.end()

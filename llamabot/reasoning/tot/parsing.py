@@ -29,7 +29,7 @@ _NUMBERED_THOUGHT = re.compile(r"^\s*(?:[-*]\s*)?(?:(?:thought|step|option|candi
 # or blanks) before the score, a whole number (no digit, '.' or letter after it) or a label. Anchored at the
 # line start (re.match), with no two quantifiers competing for the same characters, so linear per line.
 _NUMBERED_SCORE = re.compile(
-    r"\s*(?:[-*]\s*)?(?:thought\s*|candidate\s*|t)?(\d+)(?!\d)(?:\s*[.:)\]=-]\s*|\s+)(?:score\b\s*[:=]?\s*)?"
+    r"\s*(?:[-*]\s*)?(?:thought\s*|candidate\s*|t)?(\d+)(?!\d)(?:\s*[.:)\]=-]\s*|\s+)(?:score\b[\s:=]*)?"
     r"(-?\d+(?:\.\d+)?(?![\d.\w])|(?:sure|likely|maybe|impossible)\b)",
     re.I,
 )
