@@ -21,7 +21,8 @@ LAYERS = {
     "graph": 5,
     "agents": 6,
     "reasoning": 7, "reasoning.aot": 7, "reasoning.anot": 7, "reasoning.tot": 7,
-    "cli": 8,
+    "durable": 8,
+    "cli": 9,
 }
 
 

@@ -9,11 +9,18 @@ A request is either a :class:`ModelRequest` (the driver calls the model through 
 any object that carries its own execution, ``run()`` for the sync driver and ``await arun()`` for the async one
 (a tool attempt, a backoff sleep). The reply sent back into the exchange is the call's return value. Effects are
 duck-typed so that this bottom layer knows nothing of the layers that define them (``llamabot.tools``).
+
+Durable runs (``llamabot.durable``) make every request a checkpointed step: inside :func:`using_steps` the drivers
+hand each request to a :class:`StepRunner` instead of carrying it out themselves (the runner records the reply,
+or returns the one recorded by an earlier execution). Outside it the cost is one context-variable read per
+exchange.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar
 
 from llamabot.models.reply import ModelRequest
@@ -34,19 +41,55 @@ class Effect(Protocol):
 Exchange = Generator[ModelRequest | Effect, Any, T]
 
 
+class StepRunner(Protocol):
+    """Carries out the requests of exchanges as steps (a durable run): ``step`` for the sync driver, ``astep``
+    for the async one. Both receive what :func:`carry_out` / :func:`acarry_out` receive and must give the same
+    reply those would."""
+
+    def step(self, request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any: ...
+
+    async def astep(self, request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any: ...
+
+
+_STEPS: ContextVar[StepRunner | None] = ContextVar("llamabot_steps", default=None)
+
+
+@contextmanager
+def using_steps(runner: StepRunner | None) -> Iterator[None]:
+    """Within the block (this task or thread and what it starts), the drivers hand every request to ``runner``;
+    ``None`` turns that off again (inside a step, nested exchanges run plainly)."""
+    token = _STEPS.set(runner)
+    try:
+        yield
+    finally:
+        _STEPS.reset(token)
+
+
+def carry_out(request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any:
+    """Carry out one request synchronously: a model call through the seam, or the effect's ``run()``."""
+    if type(request) is ModelRequest:
+        return call_model(_needed(model), request, on_token)
+    return _effect(request, "run")()
+
+
+async def acarry_out(request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any:
+    """Async twin of :func:`carry_out` (``await acall_model``, ``await effect.arun()``)."""
+    if type(request) is ModelRequest:
+        return await acall_model(_needed(model), request, on_token)
+    return await _effect(request, "arun")()
+
+
 def run_exchange(exchange: Exchange[T], model: ChatModel | None = None, on_token: TokenCallback | None = None) -> T:
     """Drive ``exchange`` to completion: model requests become sync model calls, effects run with ``run()``.
 
     ``model`` may be ``None`` for an exchange that makes no model call (a tool call).
     """
+    steps = _STEPS.get()
+    perform = carry_out if steps is None else steps.step
     try:
         request = next(exchange)
         while True:
-            if type(request) is ModelRequest:
-                reply: Any = call_model(_needed(model), request, on_token)
-            else:
-                reply = _effect(request, "run")()
-            request = exchange.send(reply)
+            request = exchange.send(perform(request, model, on_token))
     except StopIteration as stop:
         return stop.value
 
@@ -56,14 +99,12 @@ async def arun_exchange(
 ) -> T:
     """Drive ``exchange`` to completion with async model calls and ``await effect.arun()`` (the event loop is
     never blocked). ``model`` may be ``None`` for an exchange that makes no model call."""
+    steps = _STEPS.get()
+    perform = acarry_out if steps is None else steps.astep
     try:
         request = next(exchange)
         while True:
-            if type(request) is ModelRequest:
-                reply: Any = await acall_model(_needed(model), request, on_token)
-            else:
-                reply = await _effect(request, "arun")()
-            request = exchange.send(reply)
+            request = exchange.send(await perform(request, model, on_token))
     except StopIteration as stop:
         return stop.value
 
@@ -85,4 +126,6 @@ def _effect(request: Any, method: str) -> Any:
         ) from None
 
 
-__all__ = ["Effect", "Exchange", "arun_exchange", "run_exchange"]
+__all__ = [
+    "Effect", "Exchange", "StepRunner", "acarry_out", "arun_exchange", "carry_out", "run_exchange", "using_steps",
+]

@@ -1,0 +1,34 @@
+"""Durable runs (``pip install "llamabot[durable]"``): any graph bot's run as a DBOS workflow whose model calls,
+tool calls and approvals are checkpointed steps, in SQLite by default or PostgreSQL for many workers.
+
+    from llamabot.durable import Durable
+    agent = Durable("myapp.bots:make_agent")          # db=... or $LLAMABOT_DB; default: a SQLite file
+    agent.run("What is 23 times 19?")
+
+See ``docs/design/durable/LLD.md``.
+"""
+
+from llamabot.durable.config import resolve_db_url
+from llamabot.durable.durable import Durable
+from llamabot.durable.errors import (
+    BotFactoryError,
+    DatabaseUnreachableError,
+    DatabaseURLError,
+    DurableError,
+    DurableRuntimeError,
+    NotStorableError,
+    NotWaitingError,
+    RunFailedError,
+    ToolRejectedError,
+    UnknownRunError,
+)
+from llamabot.durable.runs import RunInfo, approve, list_runs, reject, show_run, wait_result
+from llamabot.durable.runtime import launch, shutdown
+from llamabot.durable.worker import run_worker
+
+__all__ = [
+    "BotFactoryError", "DatabaseURLError", "DatabaseUnreachableError", "Durable", "DurableError",
+    "DurableRuntimeError", "NotStorableError", "NotWaitingError", "RunFailedError", "RunInfo", "ToolRejectedError",
+    "UnknownRunError", "approve", "launch", "list_runs", "reject", "resolve_db_url", "run_worker", "shutdown",
+    "show_run", "wait_result",
+]

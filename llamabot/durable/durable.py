@@ -1,0 +1,90 @@
+"""``Durable``: any graph bot, run durably. Same bot, same answers; the run survives the process.
+
+    agent = Durable("myapp.bots:make_agent")                  # SQLite under the user's data dir by default
+    agent = Durable(make_agent, db="postgresql://u@host/db")   # or $LLAMABOT_DB
+    agent.run("What is 23 times 19?")                          # sync; returns what bot.arun would
+    await agent.arun("...", run_id="order-42")                  # a run id you choose (idempotent: same id, same run)
+    run_id = agent.enqueue("...")                              # any worker (`llamabot worker`) runs it
+    agent.result(run_id)                                       # wait for it, from any process
+
+The bot comes from a factory (a ``module:attr`` spec or a module-level function) so that a restarted process or
+a worker builds the same bot; it is built once per process. The query and the run options (``memory``...) are
+stored with the run, so they must be JSON data.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from dbos import DBOS, SetWorkflowID
+
+from llamabot.durable import runs
+from llamabot.durable.approval import json_data
+from llamabot.durable.factory import factory_spec
+from llamabot.durable.runtime import _RUNTIME, durable_run, launch
+from llamabot.graph.graphbot import GraphBot
+
+
+class Durable:
+    """Durable runs of the bot ``factory`` builds, kept in ``db``.
+
+    ``executor_id``, ``worker_concurrency``, ``dequeue``: see :func:`~llamabot.durable.runtime.launch` (the
+    process-wide runtime starts with the first ``Durable``; later ones must use the same database).
+    """
+
+    def __init__(self, factory: str | Callable[[], GraphBot], *, db: str | None = None,
+                 executor_id: str | None = None, worker_concurrency: int | None = None, dequeue: bool = True):
+        self.factory = factory_spec(factory)
+        self.bot: GraphBot = _RUNTIME.bots.bot_for(self.factory)  # fails now, not inside a run, if it cannot build
+        self.db = launch(db, executor_id=executor_id, worker_concurrency=worker_concurrency, dequeue=dequeue)
+
+    def _inputs(self, query: Any, run_id: str | None, options: dict[str, Any]) -> tuple[str, Any, dict[str, Any]]:
+        json_data(query, "the query")
+        for name, value in options.items():
+            json_data(value, f"the run option {name!r}")
+        return run_id or uuid.uuid4().hex, query, options
+
+    def start(self, query: Any, *, run_id: str | None = None, **options: Any) -> str:
+        """Start a run in this process and return its id at once (:meth:`result` waits for it)."""
+        run_id, query, options = self._inputs(query, run_id, options)
+        with SetWorkflowID(run_id):
+            DBOS.start_workflow(durable_run, self.factory, query, options)
+        return run_id
+
+    async def astart(self, query: Any, *, run_id: str | None = None, **options: Any) -> str:
+        """Async twin of :meth:`start`."""
+        run_id, query, options = self._inputs(query, run_id, options)
+        with SetWorkflowID(run_id):
+            await DBOS.start_workflow_async(durable_run, self.factory, query, options)
+        return run_id
+
+    def run(self, query: Any, *, run_id: str | None = None, **options: Any) -> Any:
+        """Run ``query`` durably in this process and return the result. With the ``run_id`` of an earlier run,
+        that run's result (or its continuation, if it is still in flight)."""
+        return self.result(self.start(query, run_id=run_id, **options))
+
+    async def arun(self, query: Any, *, run_id: str | None = None, **options: Any) -> Any:
+        """Async twin of :meth:`run`."""
+        run_id = await self.astart(query, run_id=run_id, **options)
+        return await (await DBOS.retrieve_workflow_async(run_id)).get_result()
+
+    def enqueue(self, query: Any, *, run_id: str | None = None, **options: Any) -> str:
+        """Put a run on the queue; a worker on the same database (this process too, unless ``dequeue=False``)
+        executes it. Returns the run id."""
+        run_id, query, options = self._inputs(query, run_id, options)
+        return runs.enqueue(self.factory, query, options, run_id, self.db)
+
+    def result(self, run_id: str) -> Any:
+        """Wait for run ``run_id`` and return its result (the run's own exception is raised as it was)."""
+        return runs.wait_result(run_id, self.db)
+
+    def show(self, run_id: str) -> runs.RunInfo:
+        return runs.show_run(run_id, self.db)
+
+    def approve(self, run_id: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        return runs.approve(run_id, arguments, self.db)
+
+    def reject(self, run_id: str, reason: str = "") -> dict[str, Any]:
+        return runs.reject(run_id, reason, self.db)

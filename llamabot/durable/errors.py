@@ -1,0 +1,57 @@
+"""Typed errors of durable runs. Each names what was wrong (the URL, the run id, the tool) and what to do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llamabot.errors import LlamabotError
+
+
+class DurableError(LlamabotError):
+    """Base class of the errors of :mod:`llamabot.durable`."""
+
+
+class DatabaseURLError(DurableError, ValueError):
+    """A database URL that is malformed or names a database kind DBOS cannot use (only SQLite and PostgreSQL)."""
+
+
+class DatabaseUnreachableError(DurableError):
+    """The database could not be reached or opened (wrong host, port, credentials, or an unwritable file)."""
+
+
+class DurableRuntimeError(DurableError):
+    """The process-wide durable runtime is in the wrong state (not launched, or launched on another database)."""
+
+
+class BotFactoryError(DurableError, TypeError):
+    """A bot factory that another process cannot rebuild: not a ``module:attr`` spec, not importable, or it does
+    not give a graph bot."""
+
+
+class NotStorableError(DurableError, TypeError):
+    """A value that must be stored as JSON with the run (the query, an option, a tool's arguments) cannot be."""
+
+
+class UnknownRunError(DurableError, LookupError):
+    """No durable run has this id in the database."""
+
+
+class NotWaitingError(DurableError):
+    """The run is not waiting for an approval (it finished, failed, or is still working), or waits for another
+    tool call than the one named."""
+
+
+class RunFailedError(DurableError):
+    """A durable run ended with an error, or was cancelled; the message carries the run id and the cause."""
+
+
+class ToolRejectedError(DurableError):
+    """A person rejected a tool call of a durable run. Never raised: it is the tool's outcome, shown to the model
+    (``"ToolRejectedError: ..."``)."""
+
+    def __init__(self, tool: str, reason: str = ""):
+        self.tool, self.reason = tool, reason
+        super().__init__(f"a person rejected the call of tool {tool!r}" + (f": {reason}" if reason else ""))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.tool, self.reason)

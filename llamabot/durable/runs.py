@@ -1,0 +1,161 @@
+"""Durable runs seen from outside: list, show, approve, reject, wait for a result, enqueue.
+
+These work from any process that can reach the database (the CLI, a service, a test), whether or not it runs a
+durable runtime itself: they go through a ``DBOSClient``, which only reads and writes the database and never
+executes a run. Every function takes the database as ``db`` (resolved like everywhere else: argument,
+``$LLAMABOT_DB``, the default SQLite file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbos import DBOSClient
+from dbos._error import DBOSNonExistentWorkflowError
+
+from llamabot.durable.approval import APPROVAL_EVENT, APPROVAL_TOPIC, Decision, json_data
+from llamabot.durable.config import redacted, resolve_db_url
+from llamabot.durable.errors import (
+    DatabaseUnreachableError,
+    NotStorableError,
+    NotWaitingError,
+    RunFailedError,
+    UnknownRunError,
+)
+from llamabot.durable.runtime import QUEUE_NAME, WORKFLOW_NAME, WORKFLOW_VERSION, check_reachable
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """One durable run as stored: ``status`` is DBOS's (``PENDING``, ``ENQUEUED``, ``SUCCESS``, ``ERROR``,
+    ``CANCELLED``...); ``waiting`` the pending approval (tool, arguments, request number) when it waits for one;
+    ``steps`` (from :func:`show_run`) the completed steps in order as ``(step number, name)``."""
+
+    run_id: str
+    status: str
+    factory: str | None
+    query: Any
+    result: Any = None
+    error: str | None = None
+    waiting: dict[str, Any] | None = None
+    executor: str | None = None
+    created_ms: int | None = None
+    steps: tuple[tuple[int, str], ...] = field(default=())
+
+
+@contextlib.contextmanager
+def client(db: str | None = None) -> Iterator[DBOSClient]:
+    """A ``DBOSClient`` on ``db`` for the block; :class:`DatabaseUnreachableError` when it cannot connect."""
+    url = resolve_db_url(db)
+    check_reachable(url)
+    try:
+        opened = DBOSClient(system_database_url=url, retry_connection_errors=False)
+    except Exception as exc:
+        raise DatabaseUnreachableError(f"cannot open the durable-runs database {redacted(url)}: {exc}") from exc
+    try:
+        yield opened
+    finally:
+        opened.destroy()
+
+
+def list_runs(db: str | None = None, *, status: str | None = None, limit: int = 50) -> list[RunInfo]:
+    """The most recent runs (newest first), optionally only those with ``status``; ``waiting`` is filled for
+    pending runs."""
+    with client(db) as c:
+        found = c.list_workflows(name=WORKFLOW_NAME, status=status, limit=limit, sort_desc=True, load_output=True)
+        return [_info(c, s) for s in found]
+
+
+def show_run(run_id: str, db: str | None = None) -> RunInfo:
+    """One run with its completed steps; :class:`UnknownRunError` when no run has this id."""
+    with client(db) as c:
+        status = _status(c, run_id)
+        steps = tuple((s["function_id"], s["function_name"]) for s in c.list_workflow_steps(run_id, load_output=False))
+        info = _info(c, status)
+        return RunInfo(**{**{f: getattr(info, f) for f in info.__dataclass_fields__}, "steps": steps})
+
+
+def approve(run_id: str, arguments: dict[str, Any] | None = None, db: str | None = None) -> dict[str, Any]:
+    """Approve the tool call run ``run_id`` waits for, optionally with edited ``arguments`` (validated by the run
+    against the tool's schema; invalid ones are shown to the model as the tool's error). Returns the pending
+    record that was answered. :class:`UnknownRunError`, :class:`NotWaitingError`,
+    :class:`~llamabot.durable.errors.NotStorableError` (arguments that are not JSON data)."""
+    if arguments is not None:
+        if not isinstance(arguments, dict):
+            raise NotStorableError(
+                f"approve {run_id}: arguments must be a JSON object (a dict), got {type(arguments).__name__}")
+        arguments = json_data(arguments, f"the edited arguments for run {run_id}")
+    return _decide(run_id, "approve", arguments, "", db)
+
+
+def reject(run_id: str, reason: str = "", db: str | None = None) -> dict[str, Any]:
+    """Reject the tool call run ``run_id`` waits for; the model is shown the rejection and ``reason``."""
+    return _decide(run_id, "reject", None, reason, db)
+
+
+def _decide(run_id: str, verdict: str, arguments: dict[str, Any] | None, reason: str, db: str | None) -> dict[str, Any]:
+    with client(db) as c:
+        status = _status(c, run_id)
+        pending = _waiting(c, run_id, status.status)
+        if pending is None:
+            raise NotWaitingError(
+                f"run {run_id} is not waiting for an approval (status {status.status}); "
+                "`llamabot runs list` shows the runs that wait"
+            )
+        decision = Decision(pending["request"], verdict, arguments, reason)  # type: ignore[arg-type]
+        c.send(run_id, decision.to_message(), APPROVAL_TOPIC)
+        return pending
+
+
+def wait_result(run_id: str, db: str | None = None) -> Any:
+    """Wait for run ``run_id`` to finish and return its result (from any process). The run's own exception is
+    raised as it was; a cancelled run raises :class:`RunFailedError`."""
+    with client(db) as c:
+        _status(c, run_id)
+        handle = c.retrieve_workflow(run_id)
+        try:
+            return handle.get_result(polling_interval_sec=0.1)
+        except Exception as exc:
+            if type(exc).__module__.startswith("dbos"):
+                raise RunFailedError(f"run {run_id}: {exc}") from exc
+            raise
+
+
+def enqueue(factory: str, query: Any, options: dict[str, Any], run_id: str, db: str | None = None) -> str:
+    """Put a run on the queue for any worker on ``db`` (no runtime needed in this process); returns its id."""
+    with client(db) as c:
+        c.enqueue({"workflow_name": WORKFLOW_NAME, "queue_name": QUEUE_NAME, "workflow_id": run_id,
+                   "app_version": WORKFLOW_VERSION}, factory, query, options)
+    return run_id
+
+
+def _status(c: DBOSClient, run_id: str) -> Any:
+    try:
+        status = c.retrieve_workflow(run_id).get_status()
+    except DBOSNonExistentWorkflowError:
+        status = None
+    if status is None or status.name != WORKFLOW_NAME:
+        raise UnknownRunError(f"no durable run has the id {run_id!r}; `llamabot runs list` shows the runs")
+    return status
+
+
+def _waiting(c: DBOSClient, run_id: str, status: str) -> dict[str, Any] | None:
+    if status != "PENDING":
+        return None
+    record = c.get_event(run_id, APPROVAL_EVENT, timeout_seconds=0)
+    return record if isinstance(record, dict) and record.get("waiting") else None
+
+
+def _info(c: DBOSClient, status: Any) -> RunInfo:
+    inputs = status.input or {}
+    args = inputs.get("args", ()) if isinstance(inputs, dict) else ()
+    error = None if status.error is None else f"{type(status.error).__name__}: {status.error}"
+    return RunInfo(
+        run_id=status.workflow_id, status=status.status, factory=args[0] if args else None,
+        query=args[1] if len(args) > 1 else None, result=status.output, error=error,
+        waiting=_waiting(c, status.workflow_id, status.status), executor=status.executor_id,
+        created_ms=status.created_at,
+    )

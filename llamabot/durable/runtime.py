@@ -1,0 +1,134 @@
+"""The durable runtime of a process: one DBOS instance on one database, the run workflow, the run queue.
+
+DBOS Transact is process-wide by design (one ``DBOS`` instance, workflows registered by name), so this is the
+one deliberate piece of process-wide state of :mod:`llamabot.durable`: which database the process uses, its
+queue, and the bots built from factory specs. Runs never share data through it: each run's state is its own
+workflow's, and a bot instance keeps nothing per run.
+
+The workflow :func:`durable_run` is registered once, at import, under :data:`WORKFLOW_NAME`; its inputs are the
+factory spec, the query and the run options (stored by DBOS). Steps are recorded by
+:class:`~llamabot.durable.steps.DurableSteps`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import sqlalchemy as sa
+from dbos import DBOS
+
+from llamabot.durable.config import APP_NAME, is_sqlite, redacted, resolve_db_url
+from llamabot.durable.errors import DatabaseUnreachableError, DurableRuntimeError
+from llamabot.durable.factory import BotCache
+from llamabot.durable.steps import DurableSteps
+from llamabot.models.exchange import using_steps
+
+WORKFLOW_NAME = "llamabot.run"
+#: The queue runs are enqueued on (``Durable.enqueue``) and workers dequeue from.
+QUEUE_NAME = "llamabot_runs"
+#: Recorded with every run; only a process with the same version recovers a run. Change it when the sequence of
+#: steps a run makes changes incompatibly.
+WORKFLOW_VERSION = "llamabot-durable-1"
+#: Seconds to wait for a PostgreSQL server before calling it unreachable.
+CONNECT_TIMEOUT_S = 5
+
+
+class _Runtime:
+    def __init__(self) -> None:
+        self.url: str | None = None
+        self.lock = threading.Lock()
+        self.bots = BotCache()
+
+
+_RUNTIME = _Runtime()
+
+
+@DBOS.workflow(name=WORKFLOW_NAME)
+async def durable_run(factory: str, query: Any, options: dict[str, Any]) -> Any:
+    """One durable run: the bot built from ``factory`` answers ``query``; every model call, tool attempt and
+    approval is a step."""
+    bot = _RUNTIME.bots.bot_for(factory)
+    with using_steps(DurableSteps()):
+        return await bot.arun(query, **options)
+
+
+def launch(db: str | None = None, *, executor_id: str | None = None, worker_concurrency: int | None = None,
+           dequeue: bool = True) -> str:
+    """Start the durable runtime on ``db`` (see :func:`~llamabot.durable.config.resolve_db_url`) unless it runs
+    on it already; returns the URL. Runs this process started earlier and left unfinished (same
+    ``executor_id``) are recovered in the background.
+
+    ``executor_id``: this process's name in the database (default ``"local"``; give each worker its own).
+    ``worker_concurrency``: most queued runs this process executes at once. ``dequeue=False``: this process
+    enqueues but never executes queued runs (a front end in front of workers).
+
+    Raises :class:`DatabaseURLError` for a bad URL, :class:`DatabaseUnreachableError` when the database cannot
+    be reached, :class:`DurableRuntimeError` when the process already uses another database.
+    """
+    url = resolve_db_url(db)
+    with _RUNTIME.lock:
+        if _RUNTIME.url == url:
+            return url
+        if _RUNTIME.url is not None:
+            raise DurableRuntimeError(
+                f"this process already keeps durable runs in {redacted(_RUNTIME.url)}; one process uses one "
+                f"database (call llamabot.durable.shutdown() before using {redacted(url)})"
+            )
+        check_reachable(url)
+        config: dict[str, Any] = {"name": APP_NAME, "system_database_url": url, "log_level": "WARNING",
+                                  "application_version": WORKFLOW_VERSION}
+        if executor_id:
+            config["executor_id"] = executor_id
+        if not is_sqlite(url):
+            config["db_engine_kwargs"] = {"connect_args": {"connect_timeout": CONNECT_TIMEOUT_S}}
+        DBOS(config=config)  # type: ignore[arg-type]
+        try:
+            if not dequeue:
+                DBOS.listen_queues([])
+            DBOS.launch()
+            DBOS.register_queue(QUEUE_NAME, worker_concurrency=worker_concurrency, polling_interval_sec=0.2)
+        except Exception as exc:
+            DBOS.destroy()
+            raise DatabaseUnreachableError(f"cannot start durable runs on {redacted(url)}: {exc}") from exc
+        finally:
+            logging.getLogger("dbos").propagate = False  # a library leaves the root logger alone
+        _RUNTIME.url = url
+        return url
+
+
+def shutdown() -> None:
+    """Stop the durable runtime of this process (runs in flight stay in the database, to be recovered)."""
+    with _RUNTIME.lock:
+        if _RUNTIME.url is not None:
+            DBOS.destroy()
+        _RUNTIME.url = None
+        _RUNTIME.bots.clear()
+
+
+def active_url() -> str:
+    """The database of the running durable runtime; :class:`DurableRuntimeError` when none runs."""
+    url = _RUNTIME.url
+    if url is None:
+        raise DurableRuntimeError("durable runs are not started in this process: create a Durable(...) first")
+    return url
+
+
+def check_reachable(url: str) -> None:
+    """Open (and close) one connection to ``url``; :class:`DatabaseUnreachableError` naming it when that fails."""
+    if is_sqlite(url):
+        engine = sa.create_engine(url)
+    else:
+        engine = sa.create_engine(sa.make_url(url).set(drivername="postgresql+psycopg"),
+                                  connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+    try:
+        with engine.connect():
+            pass
+    except Exception as exc:
+        if not is_sqlite(url) and "does not exist" in str(exc):
+            return  # the server answers; DBOS creates the database
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DatabaseUnreachableError(f"cannot reach the durable-runs database {redacted(url)}: {first}") from None
+    finally:
+        engine.dispose()

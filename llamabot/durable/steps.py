@@ -1,0 +1,178 @@
+"""Every request of a durable run is a DBOS step: model calls, tool attempts, waits, approvals.
+
+:class:`DurableSteps` is the :class:`~llamabot.models.exchange.StepRunner` a durable run installs with
+``using_steps``: the exchange drivers hand it every request of every exchange of the run (the agent's decisions
+and tool calls, AoT's plan calls and atoms, ANoT's steps, ToT's model calls, one-turn bots inside a graph). It
+runs each as a step through DBOS, which records the reply in the database; when a recovered run executes again,
+DBOS returns the recorded reply of every step that had completed instead of running it, so a completed model call
+is not sent again and a completed tool attempt is not repeated. A retry backoff (``Sleep``) is a durable sleep.
+
+Before a tool with ``requires_approval`` runs, the run publishes a pending approval and waits durably for a
+decision (see :mod:`llamabot.durable.approval`): approve (optionally with edited arguments, validated against the
+tool's schema) or reject (the reason becomes the tool's error, shown to the model). A decision holds for every
+attempt of that tool call.
+
+The work of a step runs with steps turned off (``using_steps(None)``), so exchanges nested inside it (a tool that
+calls a bot) are part of the step, not steps of their own. A durable run is an async workflow: its exchanges use
+the async drivers; a sync driver inside a workflow (a node without an async path) runs its steps through
+``DBOS.run_step`` from a worker thread.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+from dbos import DBOS
+
+from llamabot.durable.approval import (
+    APPROVAL_EVENT,
+    APPROVAL_TOPIC,
+    WAIT_S,
+    Decision,
+    decided_record,
+    json_data,
+    pending_record,
+)
+from llamabot.durable.errors import NotStorableError, ToolRejectedError
+from llamabot.errors import ToolArgumentsError
+from llamabot.models.exchange import acarry_out, carry_out, using_steps
+from llamabot.models.reply import ModelRequest
+from llamabot.models.seam import ChatModel, TokenCallback
+from llamabot.tools.call import Sleep, ToolAttempt
+
+
+class DurableSteps:
+    """The step runner of one durable run (one per workflow execution: it counts the run's approvals and
+    remembers each tool call's decision for its retries)."""
+
+    __slots__ = ("_approvals", "_decided")
+
+    def __init__(self) -> None:
+        self._approvals = 0
+        # id(attempt) -> (the attempt, kept alive so the id stays unique; what to run, or the rejection)
+        self._decided: dict[int, tuple[ToolAttempt, ToolAttempt | tuple[None, Exception]]] = {}
+
+    # -- the two drivers' entry points --------------------------------------------------------------------
+
+    def step(self, request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any:
+        if type(request) is Sleep:
+            return DBOS.sleep(request.seconds)
+        if type(request) is ToolAttempt and request.tool.requires_approval:
+            decided = self._decided.get(id(request))
+            if decided is None:
+                decided = self._decide(request, self._wait(request))
+            if type(decided[1]) is not ToolAttempt:
+                return decided[1]
+            request = decided[1]
+        return DBOS.run_step({"name": step_name(request, model)}, _run_plainly, request, model, on_token)
+
+    async def astep(self, request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any:
+        if type(request) is Sleep:
+            return await DBOS.sleep_async(request.seconds)
+        if type(request) is ToolAttempt and request.tool.requires_approval:
+            decided = self._decided.get(id(request))
+            if decided is None:
+                decided = self._decide(request, await self._await(request))
+            if type(decided[1]) is not ToolAttempt:
+                return decided[1]
+            request = decided[1]
+        return await DBOS.run_step_async({"name": step_name(request, model)}, _arun_plainly, request, model, on_token)
+
+    # -- approvals ------------------------------------------------------------------------------------------
+
+    def _pending(self, attempt: ToolAttempt) -> tuple[int, dict[str, Any]] | tuple[int, Exception]:
+        """The next approval number and its pending record, or the error when the arguments cannot be shown."""
+        self._approvals += 1
+        tool = attempt.tool
+        visible = {k: v for k, v in attempt.kwargs.items() if k not in tool.hidden}
+        try:
+            arguments = json_data(visible, f"the arguments of tool {tool.name!r}")
+        except NotStorableError as exc:
+            return self._approvals, exc
+        return self._approvals, pending_record(self._approvals, tool.name, arguments)
+
+    def _wait(self, attempt: ToolAttempt) -> Decision | Exception:
+        number, record = self._pending(attempt)
+        if isinstance(record, Exception):
+            return record
+        DBOS.set_event(APPROVAL_EVENT, record)
+        while (decision := Decision.from_message(DBOS.recv(APPROVAL_TOPIC, WAIT_S))) is None or (
+                decision.request != number):
+            pass  # a wait that timed out, or a stale decision for an earlier approval: wait again
+        DBOS.set_event(APPROVAL_EVENT, decided_record(number, attempt.tool.name, decision))
+        return decision
+
+    async def _await(self, attempt: ToolAttempt) -> Decision | Exception:
+        number, record = self._pending(attempt)
+        if isinstance(record, Exception):
+            return record
+        await DBOS.set_event_async(APPROVAL_EVENT, record)
+        while (decision := Decision.from_message(await DBOS.recv_async(APPROVAL_TOPIC, WAIT_S))) is None or (
+                decision.request != number):
+            pass
+        await DBOS.set_event_async(APPROVAL_EVENT, decided_record(number, attempt.tool.name, decision))
+        return decision
+
+    def _decide(self, attempt: ToolAttempt, decision: Decision | Exception) -> tuple[ToolAttempt, Any]:
+        """What the decision means for this tool call, remembered for its later attempts."""
+        tool = attempt.tool
+        if isinstance(decision, Exception):
+            outcome: ToolAttempt | tuple[None, Exception] = (None, decision)
+        elif decision.verdict == "reject":
+            outcome = (None, ToolRejectedError(tool.name, decision.reason))
+        elif decision.arguments is None:
+            outcome = attempt
+        else:
+            hidden = {k: v for k, v in attempt.kwargs.items() if k in tool.hidden}
+            try:
+                kwargs = {**tool.validate(decision.arguments), **hidden}
+                outcome = ToolAttempt(tool, kwargs, attempt.timeout, attempt.executor)
+            except ToolArgumentsError as exc:  # the edited arguments are wrong: the model is shown why
+                outcome = (None, exc)
+        self._decided[id(attempt)] = (attempt, outcome)
+        return self._decided[id(attempt)]
+
+
+def step_name(request: Any, model: ChatModel | None) -> str:
+    """The name a step is recorded under: ``model:<model name>``, ``tool:<tool name>``, or the effect's type."""
+    if type(request) is ModelRequest:
+        return f"model:{getattr(model, 'name', '?')}"
+    if type(request) is ToolAttempt:
+        return f"tool:{request.tool.name}"
+    return type(request).__name__
+
+
+def _run_plainly(request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any:
+    with using_steps(None):
+        return storable(request, carry_out(request, model, on_token))
+
+
+async def _arun_plainly(request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any:
+    with using_steps(None):
+        return storable(request, await acarry_out(request, model, on_token))
+
+
+def storable(request: Any, reply: Any) -> Any:
+    """The reply, made storable: DBOS pickles it, and a recovered run unpickles it. A tool attempt's value that
+    does not survive that becomes an error outcome naming the tool (shown to the model); an exception that does
+    not survive it (a custom ``__init__``) is kept as a ``RuntimeError`` with the same text."""
+    if type(request) is not ToolAttempt:
+        return reply
+    value, error = reply
+    if _survives(reply):
+        return reply
+    if error is not None and _survives(value):
+        return value, RuntimeError(f"{type(error).__name__}: {error}")
+    return None, NotStorableError(
+        f"tool {request.tool.name!r}: its result ({type(value).__name__}) cannot be stored with the durable run; "
+        "return plain data (str, numbers, lists, dicts, dataclasses, pydantic models)"
+    )
+
+
+def _survives(value: Any) -> bool:
+    try:
+        pickle.loads(pickle.dumps(value))
+    except Exception:  # noqa: BLE001 - any pickling failure means the same thing here
+        return False
+    return True
