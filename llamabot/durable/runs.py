@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbos import DBOSClient
+from dbos import DBOS, DBOSClient
 from dbos._error import DBOSNonExistentWorkflowError
 
 from llamabot.durable.approval import APPROVAL_EVENT, APPROVAL_TOPIC, Decision, json_data
@@ -52,6 +52,7 @@ def client(db: str | None = None) -> Iterator[DBOSClient]:
     url = resolve_db_url(db)
     check_reachable(url)
     try:
+        DBOS.migrate(url)  # idempotent: a database no run has used yet reads as empty, not as an error
         opened = DBOSClient(system_database_url=url, retry_connection_errors=False)
     except Exception as exc:
         raise DatabaseUnreachableError(f"cannot open the durable-runs database {redacted(url)}: {exc}") from exc
@@ -106,7 +107,9 @@ def _decide(run_id: str, verdict: str, arguments: dict[str, Any] | None, reason:
                 "`llamabot runs list` shows the runs that wait"
             )
         decision = Decision(pending["request"], verdict, arguments, reason)  # type: ignore[arg-type]
-        c.send(run_id, decision.to_message(), APPROVAL_TOPIC)
+        # One decision per approval: a second one sent before the run picked up the first is dropped by DBOS
+        # (same idempotency key); once the run has taken it, the run no longer waits and this raises above.
+        c.send(run_id, decision.to_message(), APPROVAL_TOPIC, idempotency_key=f"{run_id}:approval:{decision.request}")
         return pending
 
 
