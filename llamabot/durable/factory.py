@@ -70,7 +70,12 @@ class BotCache:
 def build_bot(spec: str) -> GraphBot:
     """The bot ``spec`` names (a graph bot, or what calling it returns); :class:`BotFactoryError` otherwise."""
     value = _resolve(spec)
-    bot = value if isinstance(value, GraphBot) else value() if callable(value) else value
+    bot = value
+    if not isinstance(value, GraphBot) and callable(value):
+        try:
+            bot = value()
+        except TypeError as exc:  # e.g. a function that needs arguments: not a factory
+            raise BotFactoryError(f"the bot factory {spec!r} cannot be called without arguments: {exc}") from exc
     if not isinstance(bot, GraphBot):
         raise BotFactoryError(
             f"the bot factory {spec!r} gave {type(bot).__name__}, not a graph bot (AgentBot, AoTBot, ToTBot, ANoTBot)"

@@ -1,0 +1,129 @@
+"""Bad input gets a typed error naming what was wrong; none corrupts other runs."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from llamabot import AgentBot, tool
+from llamabot.durable import (
+    BotFactoryError,
+    DatabaseUnreachableError,
+    DatabaseURLError,
+    Durable,
+    DurableRuntimeError,
+    NotStorableError,
+    NotWaitingError,
+    UnknownRunError,
+    approve,
+    resolve_db_url,
+    show_run,
+)
+from llamabot.durable.config import DB_ENV
+from tests.durable.agents import ConversationModel
+
+
+def test_dur_db_010_default_is_a_sqlite_file_under_the_user_data_dir(monkeypatch, tmp_path):
+    monkeypatch.delenv(DB_ENV, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert resolve_db_url() == f"sqlite:///{tmp_path / 'llamabot' / 'runs.sqlite'}"
+
+
+def test_dur_db_020_argument_beats_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv(DB_ENV, "postgresql://u@h:5432/env")
+    assert resolve_db_url() == "postgresql://u@h:5432/env"
+    assert resolve_db_url("sqlite:///x.db") == "sqlite:///x.db"
+    assert resolve_db_url(tmp_path / "plain.db") == f"sqlite:///{tmp_path / 'plain.db'}"
+
+
+@pytest.mark.parametrize("url, fragment", [
+    ("mysql://u:secret@h/db", "mysql:// databases are not supported"),
+    ("postgresql://u@h:5432", "names no database"),
+    ("  ", "is empty"),
+    ("sqlite:///", "names no file"),
+])
+def test_dur_err_010_malformed_database_urls_are_refused(url, fragment):
+    with pytest.raises(DatabaseURLError, match=fragment) as raised:
+        resolve_db_url(url)
+    assert "secret" not in str(raised.value)  # passwords never reach error messages
+
+
+def test_dur_err_020_unreachable_database_is_a_typed_error_quickly(tmp_path):
+    from tests.durable.postgres import free_port
+
+    started = time.monotonic()
+    with pytest.raises(DatabaseUnreachableError, match=r"127\.0\.0\.1"):
+        Durable("tests.durable.agents:make_agent", db=f"postgresql://u:pw@127.0.0.1:{free_port()}/db")
+    assert time.monotonic() - started < 10
+    with pytest.raises(DatabaseUnreachableError, match="no-such-dir"):
+        Durable("tests.durable.agents:make_agent", db=f"sqlite:///{tmp_path}/no-such-dir/x.sqlite")
+
+
+def test_dur_err_030_unknown_run_ids(tmp_path):
+    db = f"sqlite:///{tmp_path / 'r.sqlite'}"
+    agent = Durable("tests.durable.agents:make_agent", db=db)
+    for call in (lambda: show_run("nope", db), lambda: approve("nope", db=db), lambda: agent.result("nope")):
+        with pytest.raises(UnknownRunError, match="'nope'"):
+            call()
+
+
+def test_dur_err_040_approving_a_run_that_does_not_wait(tmp_path, files):
+    agent = Durable("tests.durable.agents:make_agent", db=f"sqlite:///{tmp_path / 'r.sqlite'}")
+    agent.run("no approval here", run_id="plain")
+    with pytest.raises(NotWaitingError, match="plain"):
+        agent.approve("plain")
+
+
+@tool(requires_approval=True)
+def tag(labels: set[str]) -> str:
+    """Tag something (a set: not JSON).
+
+    Args:
+        labels: The labels.
+    """
+    return ",".join(sorted(labels))
+
+
+def make_set_agent() -> AgentBot:
+    from llamabot.models.scripted import ScriptedModel, text, tool_call
+
+    return AgentBot(tools=[tag], model_name=ScriptedModel([tool_call("tag", labels=["a"]), text("gave up")]))
+
+
+def test_dur_err_050_tool_arguments_that_cannot_be_stored_are_shown_to_the_model(tmp_path, files):
+    agent = Durable(make_set_agent, db=f"sqlite:///{tmp_path / 'r.sqlite'}")
+    run_id = agent.start("tag it")
+    assert agent.result(run_id) == "gave up"
+    trace_text = str(agent.show(run_id))
+    assert "SUCCESS" in trace_text
+    bot = agent.bot
+    assert bot.model.requests[1].messages[-1]["content"].startswith(
+        "Error: NotStorableError: the arguments of tool 'tag' cannot be stored as JSON")
+
+
+def test_dur_err_060_query_and_options_must_be_json(tmp_path):
+    agent = Durable("tests.durable.agents:make_agent", db=f"sqlite:///{tmp_path / 'r.sqlite'}")
+    with pytest.raises(NotStorableError, match="the query"):
+        agent.start({1, 2})
+    with pytest.raises(NotStorableError, match="'memory'"):
+        agent.start("q", memory=[object()])
+
+
+def test_dur_err_070_factories_another_process_cannot_rebuild():
+    with pytest.raises(BotFactoryError, match="module-level"):
+        Durable(lambda: AgentBot(model_name=ConversationModel()))
+    with pytest.raises(BotFactoryError, match="module:attr"):
+        Durable("no_colon_here")
+    with pytest.raises(BotFactoryError, match="cannot load"):
+        Durable("tests.durable.agents:nothing_here")
+    with pytest.raises(BotFactoryError, match="without arguments"):
+        Durable("tests.durable.agents:record")
+    with pytest.raises(BotFactoryError, match="gave ConversationModel, not a graph bot"):
+        Durable("tests.durable.agents:ConversationModel")
+
+
+def test_dur_err_080_one_database_per_process(tmp_path):
+    Durable("tests.durable.agents:make_agent", db=f"sqlite:///{tmp_path / 'a.sqlite'}")
+    with pytest.raises(DurableRuntimeError, match="already keeps durable runs"):
+        Durable("tests.durable.agents:make_agent", db=f"sqlite:///{tmp_path / 'b.sqlite'}")
