@@ -221,7 +221,7 @@ def _register_patterns() -> None:
     """Each reasoning pattern adds its commands from its own ``cli`` module (typer and rich only at import)."""
     import importlib
 
-    for module in ("llamabot.cli.aot", "llamabot.cli.tot", "llamabot.cli.anot"):
+    for module in ("llamabot.cli.aot", "llamabot.cli.tot", "llamabot.cli.anot", "llamabot.cli.runs"):
         importlib.import_module(module).register(app, eval_app)
 
 
