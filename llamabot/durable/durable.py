@@ -14,6 +14,8 @@ stored with the run, so they must be JSON data.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -79,6 +81,14 @@ class Durable:
     def result(self, run_id: str) -> Any:
         """Wait for run ``run_id`` and return its result (the run's own exception is raised as it was)."""
         return runs.wait_result(run_id, self.db)
+
+    async def aresult(self, run_id: str) -> Any:
+        """Async twin of :meth:`result` (waits in a worker thread; the event loop stays free)."""
+        return await asyncio.to_thread(runs.wait_result, run_id, self.db)
+
+    async def aenqueue(self, query: Any, *, run_id: str | None = None, **options: Any) -> str:
+        """Async twin of :meth:`enqueue`."""
+        return await asyncio.to_thread(functools.partial(self.enqueue, query, run_id=run_id, **options))
 
     def show(self, run_id: str) -> runs.RunInfo:
         return runs.show_run(run_id, self.db)

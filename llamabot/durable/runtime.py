@@ -12,8 +12,10 @@ factory spec, the query and the run options (stored by DBOS). Steps are recorded
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import sqlalchemy as sa
@@ -83,26 +85,41 @@ def launch(db: str | None = None, *, executor_id: str | None = None, worker_conc
             config["executor_id"] = executor_id
         if not is_sqlite(url):
             config["db_engine_kwargs"] = {"connect_args": {"connect_timeout": CONNECT_TIMEOUT_S}}
-        DBOS(config=config)  # type: ignore[arg-type]
-        try:
-            if not dequeue:
-                DBOS.listen_queues([])
-            DBOS.launch()
-            DBOS.register_queue(QUEUE_NAME, worker_concurrency=worker_concurrency, polling_interval_sec=0.2)
-        except Exception as exc:
-            DBOS.destroy()
-            raise DatabaseUnreachableError(f"cannot start durable runs on {redacted(url)}: {exc}") from exc
-        finally:
-            logging.getLogger("dbos").propagate = False  # a library leaves the root logger alone
+        _off_the_loop(_start_dbos, url, config, dequeue, worker_concurrency)
         _RUNTIME.url = url
         return url
+
+
+def _start_dbos(url: str, config: dict[str, Any], dequeue: bool, worker_concurrency: int | None) -> None:
+    DBOS(config=config)  # type: ignore[arg-type]
+    try:
+        if not dequeue:
+            DBOS.listen_queues([])
+        DBOS.launch()
+    except Exception as exc:
+        DBOS.destroy()
+        raise DatabaseUnreachableError(f"cannot start durable runs on {redacted(url)}: {exc}") from exc
+    finally:
+        logging.getLogger("dbos").propagate = False  # a library leaves the root logger alone
+    DBOS.register_queue(QUEUE_NAME, worker_concurrency=worker_concurrency, polling_interval_sec=0.2)
+
+
+def _off_the_loop(func: Any, *args: Any) -> Any:
+    """Call ``func`` here, or in a helper thread when this thread runs an event loop (DBOS's sync API refuses
+    to run on one; starting happens once per process, so the short block is acceptable)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return func(*args)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(func, *args).result()
 
 
 def shutdown() -> None:
     """Stop the durable runtime of this process (runs in flight stay in the database, to be recovered)."""
     with _RUNTIME.lock:
         if _RUNTIME.url is not None:
-            DBOS.destroy()
+            _off_the_loop(DBOS.destroy)
         _RUNTIME.url = None
         _RUNTIME.bots.clear()
 

@@ -1,0 +1,58 @@
+"""A durable run answers as the same bot in memory does; its model and tool calls are recorded steps."""
+
+from __future__ import annotations
+
+from llamabot.durable import Durable, list_runs, show_run
+from llamabot.models.scripted import ScriptedModel, json_reply
+from llamabot.reasoning.aot import AoTBot
+from llamabot.reasoning.aot.prompts import EXAMPLE_PLAN
+from tests.durable.agents import make_agent
+
+
+def make_aot() -> AoTBot:
+    return AoTBot(model_name=ScriptedModel([json_reply(EXAMPLE_PLAN)]))
+
+
+def test_dur_run_010_same_answer_as_in_memory_with_every_call_a_step(db_url, files):
+    """DUR-RUN-010, DUR-STEP-010 on SQLite and PostgreSQL."""
+    expected = make_agent()("same?")
+    agent = Durable(make_agent, db=db_url)
+    assert agent.run("same?", run_id="r-1") == expected
+    steps = [name for _, name in show_run("r-1", db_url).steps]
+    assert steps == ["model:conversation", "tool:record"] * 3 + ["model:conversation", "tool:respond_to_user"]
+
+
+def test_dur_run_020_a_run_id_names_one_run(tmp_path, files):
+    """DUR-RUN-020: starting a run id again returns that run's result; nothing runs twice."""
+    effects, model_log = files
+    agent = Durable(make_agent, db=f"sqlite:///{tmp_path / 'r.sqlite'}")
+    first = agent.run("once", run_id="order-42")
+    assert agent.run("once", run_id="order-42") == first
+    assert effects.read_text().splitlines() == ["once|1", "once|2", "once|3"]
+    assert [r.run_id for r in list_runs(agent.db)] == ["order-42"]
+
+
+async def test_dur_run_030_async_runs_concurrently(tmp_path, files):
+    """DUR-RUN-030"""
+    import asyncio
+
+    agent = Durable(make_agent, db=f"sqlite:///{tmp_path / 'r.sqlite'}")
+    answers = await asyncio.gather(*(agent.arun(f"q{i}") for i in range(5)))
+    assert answers == [f"q{i} -> recorded 1; recorded 2; recorded 3" for i in range(5)]
+
+
+def test_dur_run_040_enqueued_runs_are_executed_and_polled_by_id(tmp_path, files):
+    """DUR-RUN-040: enqueue returns the id at once; result(id) waits for it."""
+    agent = Durable(make_agent, db=f"sqlite:///{tmp_path / 'r.sqlite'}")
+    run_id = agent.enqueue("queued")
+    assert agent.result(run_id) == "queued -> recorded 1; recorded 2; recorded 3"
+    assert show_run(run_id, agent.db).status == "SUCCESS"
+
+
+def test_dur_step_020_aot_plan_call_and_atoms_are_steps(tmp_path):
+    """DUR-STEP-020: another pattern, same mechanism: AoT's plan call and each atom are recorded steps."""
+    agent = Durable(make_aot, db=f"sqlite:///{tmp_path / 'r.sqlite'}")
+    result = agent.run("What is (15 + 7) * 3 - 10?", run_id="aot-1")
+    assert result.answer == 56
+    steps = [name for _, name in show_run("aot-1", agent.db).steps]
+    assert steps[0].startswith("model:") and steps[1:] == ["tool:add", "tool:multiply", "tool:subtract"]
