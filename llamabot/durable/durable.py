@@ -48,29 +48,32 @@ class Durable:
             json_data(value, f"the run option {name!r}")
         return run_id or uuid.uuid4().hex, query, options
 
-    def start(self, query: Any, *, run_id: str | None = None, **options: Any) -> str:
-        """Start a run in this process and return its id at once (:meth:`result` waits for it)."""
+    def _start(self, query: Any, run_id: str | None, options: dict[str, Any]) -> Any:
         run_id, query, options = self._inputs(query, run_id, options)
         with SetWorkflowID(run_id):
-            DBOS.start_workflow(durable_run, self.factory, query, options)
-        return run_id
+            return DBOS.start_workflow(durable_run, self.factory, query, options)
+
+    async def _astart(self, query: Any, run_id: str | None, options: dict[str, Any]) -> Any:
+        run_id, query, options = self._inputs(query, run_id, options)
+        with SetWorkflowID(run_id):
+            return await DBOS.start_workflow_async(durable_run, self.factory, query, options)
+
+    def start(self, query: Any, *, run_id: str | None = None, **options: Any) -> str:
+        """Start a run in this process and return its id at once (:meth:`result` waits for it)."""
+        return self._start(query, run_id, options).get_workflow_id()
 
     async def astart(self, query: Any, *, run_id: str | None = None, **options: Any) -> str:
         """Async twin of :meth:`start`."""
-        run_id, query, options = self._inputs(query, run_id, options)
-        with SetWorkflowID(run_id):
-            await DBOS.start_workflow_async(durable_run, self.factory, query, options)
-        return run_id
+        return (await self._astart(query, run_id, options)).get_workflow_id()
 
     def run(self, query: Any, *, run_id: str | None = None, **options: Any) -> Any:
         """Run ``query`` durably in this process and return the result. With the ``run_id`` of an earlier run,
         that run's result (or its continuation, if it is still in flight)."""
-        return self.result(self.start(query, run_id=run_id, **options))
+        return self._start(query, run_id, options).get_result()
 
     async def arun(self, query: Any, *, run_id: str | None = None, **options: Any) -> Any:
         """Async twin of :meth:`run`."""
-        run_id = await self.astart(query, run_id=run_id, **options)
-        return await (await DBOS.retrieve_workflow_async(run_id)).get_result()
+        return await (await self._astart(query, run_id, options)).get_result()
 
     def enqueue(self, query: Any, *, run_id: str | None = None, **options: Any) -> str:
         """Put a run on the queue; a worker on the same database (this process too, unless ``dequeue=False``)
