@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from llamabot.durable import Durable, shutdown, wait_result  # noqa: E402
-from llamabot.durable.runs import enqueue  # noqa: E402
+from llamabot.durable.runs import client, enqueue  # noqa: E402
 from tests.durable.agents import make_agent  # noqa: E402
 from tests.durable.postgres import postgres_server  # noqa: E402
 
@@ -76,11 +76,13 @@ def workers_wall(db: str, workers: int, runs: int, tag: str) -> float:
             raise RuntimeError(line + proc.stderr.read())
         procs.append(proc)
     try:
-        started = time.perf_counter()
-        ids = [enqueue("tests.durable.agents:make_agent", f"{tag}-{i}", {}, f"{tag}-{i}", db) for i in range(runs)]
-        for run_id in ids:
-            wait_result(run_id, db)
-        return time.perf_counter() - started
+        with client(db) as via:
+            started = time.perf_counter()
+            ids = [enqueue("tests.durable.agents:make_agent", f"{tag}-{i}", {}, f"{tag}-{i}", via=via)
+                   for i in range(runs)]
+            for run_id in ids:
+                wait_result(run_id, via=via)
+            return time.perf_counter() - started
     finally:
         for proc in procs:
             proc.send_signal(signal.SIGTERM)

@@ -113,26 +113,37 @@ def _decide(run_id: str, verdict: str, arguments: dict[str, Any] | None, reason:
         return pending
 
 
-def wait_result(run_id: str, db: str | None = None) -> Any:
+def wait_result(run_id: str, db: str | None = None, *, via: DBOSClient | None = None) -> Any:
     """Wait for run ``run_id`` to finish and return its result (from any process). The run's own exception is
-    raised as it was; a cancelled run raises :class:`RunFailedError`."""
-    with client(db) as c:
+    raised as it was; a cancelled run raises :class:`RunFailedError`. ``via``: an open :func:`client` to reuse
+    (when waiting for many runs)."""
+    with _using(via, db) as c:
         _status(c, run_id)
-        handle = c.retrieve_workflow(run_id)
         try:
-            return handle.get_result(polling_interval_sec=0.1)
+            return c.retrieve_workflow(run_id).get_result(polling_interval_sec=0.05)
         except Exception as exc:
             if type(exc).__module__.startswith("dbos"):
                 raise RunFailedError(f"run {run_id}: {exc}") from exc
             raise
 
 
-def enqueue(factory: str, query: Any, options: dict[str, Any], run_id: str, db: str | None = None) -> str:
-    """Put a run on the queue for any worker on ``db`` (no runtime needed in this process); returns its id."""
-    with client(db) as c:
+def enqueue(factory: str, query: Any, options: dict[str, Any], run_id: str, db: str | None = None, *,
+            via: DBOSClient | None = None) -> str:
+    """Put a run on the queue for any worker on ``db`` (no runtime needed in this process); returns its id.
+    ``via``: an open :func:`client` to reuse."""
+    with _using(via, db) as c:
         c.enqueue({"workflow_name": WORKFLOW_NAME, "queue_name": QUEUE_NAME, "workflow_id": run_id,
                    "app_version": WORKFLOW_VERSION}, factory, query, options)
     return run_id
+
+
+@contextlib.contextmanager
+def _using(via: DBOSClient | None, db: str | None) -> Iterator[DBOSClient]:
+    if via is not None:
+        yield via
+    else:
+        with client(db) as c:
+            yield c
 
 
 def _status(c: DBOSClient, run_id: str) -> Any:

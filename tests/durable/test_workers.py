@@ -13,7 +13,7 @@ import time
 from collections import Counter
 
 from llamabot.durable import list_runs, wait_result
-from llamabot.durable.runs import enqueue
+from llamabot.durable.runs import client, enqueue
 from tests.durable.conftest import PYTHON, subprocess_env
 
 WORKER = "from llamabot.cli import main; main()"
@@ -28,7 +28,9 @@ def start_worker(db: str, name: str, concurrency: int = 10, **env: str) -> subpr
 
 
 def enqueue_runs(db: str, count: int, prefix: str) -> list[str]:
-    return [enqueue("tests.durable.agents:make_agent", f"{prefix}{i}", {}, f"{prefix}{i}", db) for i in range(count)]
+    with client(db) as via:
+        return [enqueue("tests.durable.agents:make_agent", f"{prefix}{i}", {}, f"{prefix}{i}", via=via)
+                for i in range(count)]
 
 
 def test_dur_wrk_010_two_workers_one_killed_every_run_completes_once(postgres_url, files):
@@ -45,7 +47,8 @@ def test_dur_wrk_010_two_workers_one_killed_every_run_completes_once(postgres_ur
         w1.send_signal(signal.SIGKILL)  # mid-way: some runs done, some in flight on w1, some still queued
         w1.wait()
         w1 = start_worker(db, "w1", **env)  # the same name: it recovers its runs
-        results = {run_id: wait_result(run_id, db) for run_id in ids}
+        with client(db) as via:
+            results = {run_id: wait_result(run_id, via=via) for run_id in ids}
     finally:
         for proc in (w1, w2):
             proc.send_signal(signal.SIGTERM)
