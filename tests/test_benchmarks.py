@@ -35,6 +35,9 @@ EXPECTED_KEYS: dict[str, set[str]] = {
         "quick",
     },
     "tot_overhead.py": {"update_us", "driver_step_us", "async_ratio", "quick"},
+    "durable_overhead.py": {
+        "durable_step_ratio_sqlite", "durable_step_ratio_postgres", "workers_ratio", "recovery_s", "quick",
+    },
 }
 
 
