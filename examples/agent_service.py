@@ -19,6 +19,18 @@ Endpoints:
   The last line is ``final_answer``, or ``error`` when the run failed (the status is already 200 by then).
 - ``GET /health`` -> ``{"status": "ok", "bot_loaded": bool}``.
 
+Durable mode (``create_app(durable=Durable("myapp.bots:make_agent"))``, needs ``llamabot[durable]``): runs are
+enqueued and survive restarts of the service; any ``llamabot worker`` on the same database (or this process)
+executes them:
+
+- ``POST /runs`` ``{"question": "..."}`` -> 202 ``{"run_id": "..."}`` at once.
+- ``GET /runs/{run_id}`` -> ``{"run_id", "status", "answer", "error", "waiting"}`` (``status``: ``ENQUEUED``,
+  ``PENDING``, ``SUCCESS``, ``ERROR``...; ``waiting``: the tool call that waits for a person's approval); 404 for
+  an unknown id.
+
+Request size is bounded: a question longer than ``MAX_QUESTION_CHARS`` (8,000) is rejected with 422, a body
+larger than ``MAX_BODY_BYTES`` (64 kB, by its ``Content-Length``) with 413 before it is read.
+
 A run that raises (model down, tool kept failing, ...) answers HTTP 500 ``{"error": "<message>", "type": "<class>"}``;
 an empty question is rejected with 422 by validation.
 
@@ -29,12 +41,13 @@ default model) is built on the first request, so importing this module loads no 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Annotated, Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, StringConstraints
 
@@ -44,10 +57,16 @@ from llamabot.toolkits.calculator import CALCULATOR_TOOLS
 logger = logging.getLogger(__name__)
 
 
-class AskRequest(BaseModel):
-    """The body of ``/ask`` and ``/ask/stream``."""
+#: The longest question accepted (characters); longer ones answer 422.
+MAX_QUESTION_CHARS = 8_000
+#: The largest request body accepted (bytes, from ``Content-Length``); larger ones answer 413 unread.
+MAX_BODY_BYTES = 64_000
 
-    question: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+class AskRequest(BaseModel):
+    """The body of ``/ask``, ``/ask/stream`` and ``/runs``."""
+
+    question: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUESTION_CHARS)]
 
 
 class AskResponse(BaseModel):
@@ -72,10 +91,20 @@ def _event_line(kind: str, trace_id: str, data: dict[str, Any]) -> str:
     return json.dumps({"kind": kind, "trace_id": trace_id, "data": data}, default=str) + "\n"
 
 
-def create_app(bot: AsyncAgentBot | None = None) -> FastAPI:
-    """The service around ``bot``; without one, ``AsyncAgentBot(tools=CALCULATOR_TOOLS)`` built on first use."""
+def create_app(bot: AsyncAgentBot | None = None, durable: Any = None) -> FastAPI:
+    """The service around ``bot``; without one, ``AsyncAgentBot(tools=CALCULATOR_TOOLS)`` built on first use.
+    ``durable``: a :class:`llamabot.durable.Durable` that adds ``/runs`` (durable, queued runs)."""
     app = FastAPI(title="llamabot agent service")
     holder: dict[str, AsyncAgentBot | None] = {"bot": bot}
+
+    @app.middleware("http")
+    async def bounded_body(request: Request, call_next: Callable[[Request], Any]) -> Any:
+        length = request.headers.get("content-length", "")
+        if length.isdigit() and int(length) > MAX_BODY_BYTES:
+            return JSONResponse(status_code=413, content={
+                "error": f"request body of {length} bytes is over the limit of {MAX_BODY_BYTES} bytes",
+                "type": "PayloadTooLarge"})
+        return await call_next(request)
 
     def get_bot() -> AsyncAgentBot:
         # No await between the check and the assignment: on the event loop this is atomic.
@@ -106,7 +135,26 @@ def create_app(bot: AsyncAgentBot | None = None) -> FastAPI:
             return _error_response(exc)
         return StreamingResponse(_stream(current.astream, request.question), media_type="application/x-ndjson")
 
+    if durable is not None:
+        _add_durable_routes(app, durable)
     return app
+
+
+def _add_durable_routes(app: FastAPI, durable: Any) -> None:
+    from llamabot.durable import UnknownRunError, show_run
+
+    @app.post("/runs", status_code=202)
+    async def enqueue_run(request: AskRequest) -> dict[str, str]:
+        return {"run_id": await durable.aenqueue(request.question)}
+
+    @app.get("/runs/{run_id}")
+    async def get_run(run_id: str) -> Any:
+        try:
+            run = await asyncio.to_thread(show_run, run_id, durable.db)
+        except UnknownRunError as exc:
+            return JSONResponse(status_code=404, content={"error": str(exc), "type": "UnknownRunError"})
+        return {"run_id": run.run_id, "status": run.status, "answer": _jsonable(run.result), "error": run.error,
+                "waiting": run.waiting}
 
 
 async def _stream(astream: Callable[[str], AsyncGenerator[Any, None]], question: str) -> AsyncIterator[str]:

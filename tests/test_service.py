@@ -10,6 +10,10 @@ Requirements (AGT-SVC):
   with one ``error`` event (``/ask/stream``).
 - 035: If the question is empty, then the service shall reject the request with HTTP 422.
 - 040: When ``/health`` is requested, the service shall answer ``ok`` without loading a model.
+- 050: If a question is longer than 8,000 characters, then the service shall answer 422; if a request body is
+  larger than 64 kB, then the service shall answer 413 without reading it.
+- 060: Where the service runs in durable mode, when a client posts a question to ``/runs``, the service shall
+  answer 202 with a run id at once, and ``/runs/{id}`` shall give the run's status and, once done, its answer.
 """
 
 from __future__ import annotations
@@ -132,3 +136,43 @@ async def test_agt_svc_040_health():
     async with client_for(plus_one_bot()) as client:
         response = await client.get("/health")
     assert response.json() == {"status": "ok", "bot_loaded": True}
+
+
+async def test_agt_svc_050_oversized_requests_are_refused():
+    """AGT-SVC-050: a question over 8,000 characters answers 422; a body over 64 kB answers 413 unread."""
+    from examples.agent_service import MAX_BODY_BYTES, MAX_QUESTION_CHARS
+
+    async with client_for(plus_one_bot()) as client:
+        long_question = await client.post("/ask", json={"question": "x" * (MAX_QUESTION_CHARS + 1)})
+        huge_body = await client.post("/ask", content=b'{"question": "' + b"y" * MAX_BODY_BYTES + b'"}',
+                                      headers={"content-type": "application/json"})
+        fine = await client.post("/ask", json={"question": "What is 4 plus one?"})
+    assert long_question.status_code == 422
+    assert huge_body.status_code == 413 and "over the limit" in huge_body.json()["error"]
+    assert fine.status_code == 200 and fine.json()["answer"] == "5.0"
+
+
+async def test_agt_svc_060_durable_mode_enqueues_and_polls_by_run_id(tmp_path, monkeypatch):
+    """AGT-SVC-060, DUR-SVC-010: POST /runs answers 202 with a run id at once; GET /runs/{id} gives the status,
+    then the answer; an unknown id answers 404."""
+    from llamabot.durable import Durable, shutdown
+
+    monkeypatch.setenv("DURABLE_CALLS", "2")
+    app = create_app(durable=Durable("tests.durable.agents:make_agent", db=f"sqlite:///{tmp_path / 's.sqlite'}"))
+    try:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            started = await client.post("/runs", json={"question": "service run"})
+            assert started.status_code == 202
+            run_id = started.json()["run_id"]
+            for _ in range(200):
+                polled = (await client.get(f"/runs/{run_id}")).json()
+                if polled["status"] == "SUCCESS":
+                    break
+                await asyncio.sleep(0.05)
+            missing = await client.get("/runs/no-such-run")
+    finally:
+        shutdown()
+    assert polled == {"run_id": run_id, "status": "SUCCESS", "answer": "service run -> recorded 1; recorded 2",
+                      "error": None, "waiting": None}
+    assert missing.status_code == 404 and "no-such-run" in missing.json()["error"]
