@@ -15,7 +15,6 @@ stored with the run, so they must be JSON data.
 from __future__ import annotations
 
 import asyncio
-import functools
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -79,7 +78,8 @@ class Durable:
         """Put a run on the queue; a worker on the same database (this process too, unless ``dequeue=False``)
         executes it. Returns the run id."""
         run_id, query, options = self._inputs(query, run_id, options)
-        return runs.enqueue(self.factory, query, options, run_id, self.db)
+        with SetWorkflowID(run_id):
+            return _RUNTIME.queue.enqueue(durable_run, self.factory, query, options).get_workflow_id()
 
     def result(self, run_id: str) -> Any:
         """Wait for run ``run_id`` and return its result (the run's own exception is raised as it was)."""
@@ -91,7 +91,10 @@ class Durable:
 
     async def aenqueue(self, query: Any, *, run_id: str | None = None, **options: Any) -> str:
         """Async twin of :meth:`enqueue`."""
-        return await asyncio.to_thread(functools.partial(self.enqueue, query, run_id=run_id, **options))
+        run_id, query, options = self._inputs(query, run_id, options)
+        with SetWorkflowID(run_id):
+            handle = await _RUNTIME.queue.enqueue_async(durable_run, self.factory, query, options)
+        return handle.get_workflow_id()
 
     def show(self, run_id: str) -> runs.RunInfo:
         return runs.show_run(run_id, self.db)

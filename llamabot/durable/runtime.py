@@ -40,6 +40,7 @@ CONNECT_TIMEOUT_S = 5
 class _Runtime:
     def __init__(self) -> None:
         self.url: str | None = None
+        self.queue: Any = None
         self.lock = threading.Lock()
         self.bots = BotCache()
 
@@ -87,12 +88,12 @@ def launch(db: str | None = None, *, executor_id: str | None = None, worker_conc
             config["system_database_engine"] = sqlite_engine(url)
         else:
             config["db_engine_kwargs"] = {"connect_args": {"connect_timeout": CONNECT_TIMEOUT_S}}
-        _off_the_loop(_start_dbos, url, config, dequeue, worker_concurrency)
+        _RUNTIME.queue = _off_the_loop(_start_dbos, url, config, dequeue, worker_concurrency)
         _RUNTIME.url = url
         return url
 
 
-def _start_dbos(url: str, config: dict[str, Any], dequeue: bool, worker_concurrency: int | None) -> None:
+def _start_dbos(url: str, config: dict[str, Any], dequeue: bool, worker_concurrency: int | None) -> Any:
     DBOS(config=config)  # type: ignore[arg-type]
     try:
         if not dequeue:
@@ -103,7 +104,7 @@ def _start_dbos(url: str, config: dict[str, Any], dequeue: bool, worker_concurre
         raise DatabaseUnreachableError(f"cannot start durable runs on {redacted(url)}: {exc}") from exc
     finally:
         logging.getLogger("dbos").propagate = False  # a library leaves the root logger alone
-    DBOS.register_queue(QUEUE_NAME, worker_concurrency=worker_concurrency, polling_interval_sec=0.2)
+    return DBOS.register_queue(QUEUE_NAME, worker_concurrency=worker_concurrency, polling_interval_sec=0.2)
 
 
 def _off_the_loop(func: Any, *args: Any) -> Any:
@@ -122,7 +123,7 @@ def shutdown() -> None:
     with _RUNTIME.lock:
         if _RUNTIME.url is not None:
             _off_the_loop(DBOS.destroy)
-        _RUNTIME.url = None
+        _RUNTIME.url = _RUNTIME.queue = None
         _RUNTIME.bots.clear()
 
 
