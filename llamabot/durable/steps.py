@@ -13,9 +13,9 @@ tool's schema) or reject (the reason becomes the tool's error, shown to the mode
 attempt of that tool call.
 
 The work of a step runs with steps turned off (``using_steps(None)``), so exchanges nested inside it (a tool that
-calls a bot) are part of the step, not steps of their own. A durable run is an async workflow: its exchanges use
-the async drivers; a sync driver inside a workflow (a node without an async path) runs its steps through
-``DBOS.run_step`` from a worker thread.
+calls a bot) are part of the step, not steps of their own. ``Durable`` runs are async workflows, so their
+exchanges use the async drivers (``astep``); ``step`` serves exchanges driven synchronously in a sync workflow
+(DBOS's sync API refuses to run on an event loop's thread).
 """
 
 from __future__ import annotations

@@ -56,3 +56,21 @@ def test_dur_step_020_aot_plan_call_and_atoms_are_steps(tmp_path):
     assert result.answer == 56
     steps = [name for _, name in show_run("aot-1", agent.db).steps]
     assert steps[0].startswith("model:") and steps[1:] == ["tool:add", "tool:multiply", "tool:subtract"]
+
+
+def make_tot():
+    from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
+    from llamabot.reasoning.tot.graph import ToTBot
+    from tests.reasoning.tot.helpers import oracle_model
+
+    return ToTBot(oracle_model(), prompts=Game24Prompts(), min_depth=3, max_depth=3)
+
+
+def test_dur_step_020_tot_model_calls_are_steps(tmp_path):
+    """DUR-STEP-020: ToT's driver makes one model-call step per directive; the result is the in-memory one."""
+    expected = make_tot()("4 9 10 13")
+    agent = Durable(make_tot, db=f"sqlite:///{tmp_path / 'r.sqlite'}")
+    result = agent.run("4 9 10 13", run_id="tot-1")
+    assert result.answer == expected.answer and result.solution_path == expected.solution_path
+    steps = [name for _, name in show_run("tot-1", agent.db).steps]
+    assert steps and all(name == "model:scripted" for name in steps)
