@@ -14,7 +14,7 @@ from typing import Any
 import pocketflow
 
 from llamabot.errors import LlamabotError
-from llamabot.observe.tracing import OpenSpan, close_span, open_span
+from llamabot.observe.tracing import OpenSpan, close_span, start_span
 
 
 class GraphRoutingError(LlamabotError, RuntimeError):
@@ -138,8 +138,7 @@ class DualNode(pocketflow.AsyncNode):
         attributes = self.span_attributes(prep_res)
         if attributes is None:  # this step records no span (e.g. a decision that only pops a queued call)
             return None
-        return open_span(self.span_name or node_label(self), self.span_kind, self.span_category, shared,
-                         **attributes)
+        return start_span(self.span_name or node_label(self), self.span_kind, self.span_category, shared, attributes)
 
     def _finish(self, shared: Any, prep_res: Any, exec_res: Any, opened: OpenSpan | None) -> Any:
         """``post``, then close the step's span with the chosen action (or the error)."""

@@ -23,7 +23,7 @@ from llamabot.models.registry import (
     parts_installed,
 )
 from llamabot.models.reply import ModelReply, ModelRequest
-from llamabot.observe.tracing import OpenSpan, close_span, emit_token, open_span, wants_tokens
+from llamabot.observe.tracing import OpenSpan, close_span, emit_token, start_span, wants_tokens
 
 TokenCallback = Callable[[str], None]
 
@@ -104,7 +104,7 @@ def call_model(model: ChatModel, request: ModelRequest, on_token: TokenCallback 
 
     References only: the request and reply are summarised when the trace is exported, not on the hot path.
     """
-    opened = open_span("model_call", "model_call", "model_call", None, model=model.name, request=request)
+    opened = start_span("model_call", "model_call", "model_call", None, {"model": model.name, "request": request})
     try:
         reply = model.complete(request, _streaming(on_token))
     except BaseException as exc:
@@ -116,7 +116,7 @@ def call_model(model: ChatModel, request: ModelRequest, on_token: TokenCallback 
 
 async def acall_model(model: ChatModel, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:
     """Async twin of :func:`call_model`."""
-    opened = open_span("model_call", "model_call", "model_call", None, model=model.name, request=request)
+    opened = start_span("model_call", "model_call", "model_call", None, {"model": model.name, "request": request})
     try:
         reply = await model.acomplete(request, _streaming(on_token))
     except BaseException as exc:

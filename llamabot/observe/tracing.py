@@ -184,6 +184,12 @@ def open_span(name: str, kind: str, category: str = "node", state: Any = None, *
     Close it with :func:`close_span` (in the same task or thread). The low-level form of :class:`span`, for
     the hot paths that cannot use a ``with`` block (a node's span opens after ``prep`` and closes after ``post``).
     """
+    return start_span(name, kind, category, state, attributes)
+
+
+def start_span(name: str, kind: str, category: str, state: Any, attributes: dict[str, Any]) -> OpenSpan | None:
+    """:func:`open_span` with the attributes given as a dict, which becomes the span's own (no copy): for
+    callers that already hold one (a node's ``span_attributes``)."""
     active = _CURRENT.get()
     if active is None:
         return None
