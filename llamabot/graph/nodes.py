@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llamabot.bot.toolbot import ToolBot, ToolBotReply
-from llamabot.errors import LlamabotError
+from llamabot.errors import LlamabotError, excerpt
 from llamabot.graph.agent_state import PendingCall, answer_open_calls, conversation_window
 from llamabot.graph.decision import RESPOND, decide
 from llamabot.graph.flow import DualNode
@@ -146,7 +146,7 @@ class DecideNode(DualNode):
                     answer_open_calls(shared["memory"], shared["_run_start"], "Not run: the run failed.")
                     raise ValueError(
                         f"the model made {shared['_errors']} invalid tool calls in a row; last: tool {tool!r} "
-                        f"with arguments {raw!r}: {'; '.join(decision.errors)}"
+                        f"with arguments {excerpt(raw)}: {'; '.join(decision.errors)}"
                     )
                 return "decide"
             pending.extend(decision.calls)

@@ -60,6 +60,15 @@ def test_agt_dec_040_repeated_invalid_calls_raise_value_error_naming_tool_and_ar
     assert len(model.requests) == 3  # the first try plus max_errors corrections, then it stops
 
 
+def test_agt_dec_040_the_error_after_max_errors_quotes_a_bounded_excerpt_of_huge_arguments():
+    huge = '{"a": ' + "9" * 1_000_000
+    model = ScriptedModel(responder=lambda r: malformed_tool_call("add", huge))
+    with pytest.raises(ValueError, match="invalid tool calls in a row") as raised:
+        AgentBot(tools=[add], model_name=model, max_errors=1)("1+2")
+    message = str(raised.value)
+    assert "tool 'add'" in message and "(1000006 chars)" in message and len(message) < 2_000
+
+
 def test_agt_dec_050_arguments_that_do_not_match_the_schema_are_shown_to_the_model():
     model = ScriptedModel([tool_call("add", a="one", b=2), tool_call("add", a=1, b=2), tool_call("respond_to_user", response="3")])
     assert AgentBot(tools=[add], model_name=model)("1+2") == "3"
