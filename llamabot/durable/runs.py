@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dbos import DBOS, DBOSClient
-from dbos._error import DBOSNonExistentWorkflowError
+from dbos import error as dbos_error
 
 from llamabot.durable.approval import APPROVAL_EVENT, APPROVAL_TOPIC, Decision, json_data
 from llamabot.durable.config import redacted, resolve_db_url
@@ -75,8 +75,7 @@ def show_run(run_id: str, db: str | None = None) -> RunInfo:
     with client(db) as c:
         status = _status(c, run_id)
         steps = tuple((s["function_id"], s["function_name"]) for s in c.list_workflow_steps(run_id, load_output=False))
-        info = _info(c, status)
-        return RunInfo(**{**{f: getattr(info, f) for f in info.__dataclass_fields__}, "steps": steps})
+        return replace(_info(c, status), steps=steps)
 
 
 def approve(run_id: str, arguments: dict[str, Any] | None = None, db: str | None = None) -> dict[str, Any]:
@@ -149,7 +148,7 @@ def _using(via: DBOSClient | None, db: str | None) -> Iterator[DBOSClient]:
 def _status(c: DBOSClient, run_id: str) -> Any:
     try:
         status = c.retrieve_workflow(run_id).get_status()
-    except DBOSNonExistentWorkflowError:
+    except dbos_error.DBOSNonExistentWorkflowError:
         status = None
     if status is None or status.name != WORKFLOW_NAME:
         raise UnknownRunError(f"no durable run has the id {run_id!r}; `llamabot runs list` shows the runs")

@@ -21,6 +21,7 @@ exchanges use the async drivers (``astep``); ``step`` serves exchanges driven sy
 from __future__ import annotations
 
 import pickle
+from collections.abc import Generator
 from typing import Any
 
 from dbos import DBOS
@@ -59,9 +60,7 @@ class DurableSteps:
         if type(request) is Sleep:
             return DBOS.sleep(request.seconds)
         if type(request) is ToolAttempt and request.tool.requires_approval:
-            decided = self._decided.get(id(request))
-            if decided is None:
-                decided = self._decide(request, self._wait(request))
+            decided = self._decided.get(id(request)) or self._decide(request, _wait(self._approval(request)))
             if type(decided[1]) is not ToolAttempt:
                 return decided[1]
             request = decided[1]
@@ -71,9 +70,7 @@ class DurableSteps:
         if type(request) is Sleep:
             return await DBOS.sleep_async(request.seconds)
         if type(request) is ToolAttempt and request.tool.requires_approval:
-            decided = self._decided.get(id(request))
-            if decided is None:
-                decided = self._decide(request, await self._await(request))
+            decided = self._decided.get(id(request)) or self._decide(request, await _await(self._approval(request)))
             if type(decided[1]) is not ToolAttempt:
                 return decided[1]
             request = decided[1]
@@ -92,26 +89,19 @@ class DurableSteps:
             return self._approvals, exc
         return self._approvals, pending_record(self._approvals, tool.name, arguments)
 
-    def _wait(self, attempt: ToolAttempt) -> Decision | Exception:
+    def _approval(self, attempt: ToolAttempt) -> Generator[tuple[str, tuple[Any, ...]], Any, Decision | Exception]:
+        """The approval of one tool call, written once as an exchange of DBOS calls ``(name, args)`` that
+        :func:`_wait` makes synchronously and :func:`_await` with DBOS's ``*_async`` twins: publish the pending
+        record, wait durably for the decision on it, publish that it was decided."""
         number, record = self._pending(attempt)
         if isinstance(record, Exception):
             return record
-        DBOS.set_event(APPROVAL_EVENT, record)
-        while (decision := Decision.from_message(DBOS.recv(APPROVAL_TOPIC, WAIT_S))) is None or (
-                decision.request != number):
-            pass  # a wait that timed out, or a stale decision for an earlier approval: wait again
-        DBOS.set_event(APPROVAL_EVENT, decided_record(number, attempt.tool.name, decision))
-        return decision
-
-    async def _await(self, attempt: ToolAttempt) -> Decision | Exception:
-        number, record = self._pending(attempt)
-        if isinstance(record, Exception):
-            return record
-        await DBOS.set_event_async(APPROVAL_EVENT, record)
-        while (decision := Decision.from_message(await DBOS.recv_async(APPROVAL_TOPIC, WAIT_S))) is None or (
-                decision.request != number):
-            pass
-        await DBOS.set_event_async(APPROVAL_EVENT, decided_record(number, attempt.tool.name, decision))
+        yield "set_event", (APPROVAL_EVENT, record)
+        while True:  # a wait that timed out, or a stale decision for an earlier approval: wait again
+            decision = Decision.from_message((yield "recv", (APPROVAL_TOPIC, WAIT_S)))
+            if decision is not None and decision.request == number:
+                break
+        yield "set_event", (APPROVAL_EVENT, decided_record(number, attempt.tool.name, decision))
         return decision
 
     def _decide(self, attempt: ToolAttempt, decision: Decision | Exception) -> tuple[ToolAttempt, Any]:
@@ -132,6 +122,26 @@ class DurableSteps:
                 outcome = (None, exc)
         self._decided[id(attempt)] = (attempt, outcome)
         return self._decided[id(attempt)]
+
+
+def _wait(approval: Generator[tuple[str, tuple[Any, ...]], Any, Any]) -> Any:
+    """Drive an approval exchange with DBOS's sync calls."""
+    try:
+        name, args = next(approval)
+        while True:
+            name, args = approval.send(getattr(DBOS, name)(*args))
+    except StopIteration as stop:
+        return stop.value
+
+
+async def _await(approval: Generator[tuple[str, tuple[Any, ...]], Any, Any]) -> Any:
+    """Drive an approval exchange with DBOS's async calls (``set_event_async``, ``recv_async``)."""
+    try:
+        name, args = next(approval)
+        while True:
+            name, args = approval.send(await getattr(DBOS, f"{name}_async")(*args))
+    except StopIteration as stop:
+        return stop.value
 
 
 def step_name(request: Any, model: ChatModel | None) -> str:
