@@ -34,7 +34,7 @@ def topological_layers(dependencies: Mapping[K, Iterable[K]]) -> list[list[K]]:
     try:
         sorter.prepare()
     except CycleError:
-        raise _cycle_error(graph, order) from None
+        raise _cycle_error(graph, order, _orderable(sorter)) from None
     layers: list[list[K]] = []
     while sorter.is_active():
         ready = sorted(sorter.get_ready(), key=order.__getitem__)
@@ -43,25 +43,27 @@ def topological_layers(dependencies: Mapping[K, Iterable[K]]) -> list[list[K]]:
     return layers
 
 
-def _cycle_error(graph: dict[K, tuple[K, ...]], order: dict[K, int]) -> DependencyCycleError:
+def _orderable(sorter: TopologicalSorter[K]) -> set[K]:
+    """The nodes ``sorter`` can still order after it found a cycle (graphlib hands them out after a
+    ``CycleError``); the others are in a cycle or depend on one."""
+    done: set[K] = set()
+    while ready := sorter.get_ready():
+        sorter.done(*ready)
+        done.update(ready)
+    return done
+
+
+def _cycle_error(graph: dict[K, tuple[K, ...]], order: dict[K, int], orderable: set[K]) -> DependencyCycleError:
     """Every cycle and the blocked nodes, in time linear in the graph's size (nodes plus edges), without
-    recursion: the nodes Kahn's algorithm cannot reach are blocked; among them, each strongly connected
-    component that holds a cycle (Kosaraju, iterative) gives one cycle through its node that comes first in the
-    input (asking graphlib again after each cycle it reports was quadratic: 2,000 nodes in two-node cycles
-    took 2 s)."""
+    recursion: the nodes graphlib cannot order are blocked; among them, each strongly connected component that
+    holds a cycle (Kosaraju, iterative) gives one cycle through its node that comes first in the input (asking
+    graphlib again after each cycle it reports was quadratic: 2,000 nodes in two-node cycles took 2 s)."""
     edges = {node: [dep for dep in deps if dep in order] for node, deps in graph.items()}
     dependents: dict[K, list[K]] = {node: [] for node in graph}
-    waiting = {node: len(deps) for node, deps in edges.items()}
     for node, deps in edges.items():
         for dep in deps:
             dependents[dep].append(node)
-    ready = [node for node, count in waiting.items() if count == 0]
-    while ready:
-        for dependent in dependents[ready.pop()]:
-            waiting[dependent] -= 1
-            if waiting[dependent] == 0:
-                ready.append(dependent)
-    blocked = [node for node in graph if waiting[node] > 0]  # input order
+    blocked = [node for node in graph if node not in orderable]  # input order
     inside = set(blocked)
     cycles = [
         _cycle_through(min(component, key=order.__getitem__), edges, set(component))

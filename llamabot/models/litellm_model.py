@@ -146,6 +146,8 @@ def _next_chunk(model: str, stream: Iterator[Any]) -> Any:
 async def _anext_chunk(model: str, stream: AsyncIterator[Any]) -> Any:
     with provider_errors(model):
         return await anext(stream, _END)
+
+
 #: The most characters of a provider's error message quoted in a ModelCallError.
 ERROR_CHARS = 500
 
