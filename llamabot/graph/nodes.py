@@ -188,7 +188,8 @@ class FuncNode(DualNode):
         return call, context
 
     def span_attributes(self, prep_res: tuple[PendingCall, dict[str, Any] | None]) -> dict[str, Any]:
-        return {"arguments": prep_res[0].arguments}
+        call = prep_res[0]
+        return {"arguments": call.arguments, "call_id": call.id}
 
     # One tool-call logic (tools.call): validation already done by the decision, hidden parameters injected,
     # the tool's timeout and retry policy applied; on the async path sync tools run in worker threads.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -23,6 +24,7 @@ from typing import Any
 from loguru import logger
 
 from llamabot.observe.hooks import RunHooks
+from llamabot.observe.usage import RunUsage, UsageLimits
 
 
 @dataclass(slots=True)
@@ -71,18 +73,25 @@ class Span:
         }
 
 
+#: A span's id is its index in ``Trace.spans``: it is taken and the span appended under this lock, because a run
+#: may open spans from worker threads (ANoT's sync phase 3 runs a layer's steps in threads).
+_SPAN_IDS = threading.Lock()
+
+
 @dataclass(slots=True)
 class Trace:
-    """The spans of one run, in start order."""
+    """The spans of one run, in start order, and what its model calls spent (``usage``, kept live)."""
 
     trace_id: str = field(default_factory=lambda: os.urandom(16).hex())
     spans: list[Span] = field(default_factory=list)
+    usage: RunUsage = field(default_factory=RunUsage)
 
     def open(self, name: str, kind: str, parent: Span | None, category: str = "node", **attributes: Any) -> Span:
         """Record a new span (started now). Prefer :func:`open_span`, which also tells the run's hooks."""
-        span = Span(len(self.spans), parent.span_id if parent else None, name, kind, time.perf_counter(), None,
-                    attributes, None, category, self.trace_id)
-        self.spans.append(span)
+        with _SPAN_IDS:
+            span = Span(len(self.spans), parent.span_id if parent else None, name, kind, time.perf_counter(), None,
+                        attributes, None, category, self.trace_id)
+            self.spans.append(span)
         return span
 
     def of_kind(self, kind: str) -> list[Span]:
@@ -95,7 +104,7 @@ class Trace:
         ]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"trace_id": self.trace_id, "spans": [s.to_dict() for s in self.spans]}
+        return {"trace_id": self.trace_id, "usage": self.usage.to_dict(), "spans": [s.to_dict() for s in self.spans]}
 
     def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
         text = json.dumps(self.to_dict(), indent=indent)
@@ -112,7 +121,8 @@ class Trace:
             )
             for s in data.get("spans", [])
         ]
-        return cls(trace_id=data.get("trace_id") or uuid.uuid4().hex, spans=spans)
+        usage = RunUsage.from_dict(data["usage"]) if isinstance(data.get("usage"), dict) else RunUsage()
+        return cls(trace_id=data.get("trace_id") or uuid.uuid4().hex, spans=spans, usage=usage)
 
     @classmethod
     def load(cls, source: str | Path | dict[str, Any]) -> Trace:
@@ -152,6 +162,7 @@ class RunContext:
     values: dict[str, Any] = field(default_factory=dict)
     log: bool = True  # the library's debug log is on for this run (decided once, at its start)
     tokens: bool = False  # some hook listens to token deltas
+    limits: UsageLimits | None = None  # checked by the model seam before each request (shared with nested runs)
 
 
 _CURRENT: ContextVar[tuple[RunContext, Span | None] | None] = ContextVar("llamabot_run", default=None)
@@ -196,9 +207,10 @@ def start_span(name: str, kind: str, category: str, state: Any, attributes: dict
     context, parent = active
     trace = context.trace
     spans = trace.spans
-    current = Span(len(spans), parent.span_id if parent else None, name, kind, time.perf_counter(), None,
-                   attributes, None, category, trace.trace_id)
-    spans.append(current)
+    with _SPAN_IDS:
+        current = Span(len(spans), parent.span_id if parent else None, name, kind, time.perf_counter(), None,
+                       attributes, None, category, trace.trace_id)
+        spans.append(current)
     token = _CURRENT.set((context, current))
     if context.hooks:
         for hook in context.hooks:
@@ -288,30 +300,56 @@ class span:  # noqa: N801 - used like a function: `with span("decision", "decisi
         close_span(self.opened, None, exc)
 
 
+# The one process-wide switch: hooks every ROOT run adds before its own (``llamabot.observe.otel.instrument``
+# installs its exporter here). A tuple, replaced whole by ``set_process_hooks`` and read once per root run, so a
+# run never sees half an update and an empty tuple costs one global read.
+_PROCESS_HOOKS: tuple[RunHooks, ...] = ()
+
+
+def process_hooks() -> tuple[RunHooks, ...]:
+    """The hooks every root run of this process adds before its own (empty unless something installed some)."""
+    return _PROCESS_HOOKS
+
+
+def set_process_hooks(hooks: Iterable[RunHooks]) -> tuple[RunHooks, ...]:
+    """Replace the process-wide hooks (runs already started keep theirs); returns the previous ones."""
+    global _PROCESS_HOOKS
+    previous, _PROCESS_HOOKS = _PROCESS_HOOKS, tuple(hooks)
+    return previous
+
+
 class run:  # noqa: N801 - used like a function: `with run("AgentBot") as trace:`
     """Open a ``run`` span: a child of the active span (sharing its trace and hooks, plus ``hooks``), or the
-    root of a new trace when none is active. ``values`` are the run's live values (see :class:`RunContext`).
+    root of a new trace when none is active, with the process-wide hooks (:func:`set_process_hooks`) first.
+    ``values`` are the run's live values (see :class:`RunContext`).
 
     Yields the trace; ``self.span`` is the run span (set ``span.attributes["result"]`` before the block ends so
     hooks see the result).
     """
 
-    __slots__ = ("name", "hooks", "values", "trace", "attributes", "span", "token", "context")
+    __slots__ = ("name", "hooks", "values", "trace", "attributes", "span", "token", "context", "limits", "spent")
 
     def __init__(self, name: str, *, hooks: Iterable[RunHooks] = (), values: dict[str, Any] | None = None,
-                 trace: Trace | None = None, **attributes: Any):
+                 trace: Trace | None = None, limits: UsageLimits | None = None, **attributes: Any):
         self.name, self.hooks, self.values, self.trace, self.attributes = name, hooks, values, trace, attributes
+        self.limits = limits
 
     def __enter__(self) -> Trace:
         active = _CURRENT.get()
+        limits = self.limits
         if active is not None:
             outer, parent = active
             hooks = (*outer.hooks, *self.hooks) if self.hooks else outer.hooks
             trace = outer.trace
+            if limits is None:
+                limits = outer.limits
         else:
-            parent, hooks, trace = None, tuple(self.hooks), self.trace or Trace()
+            everywhere = _PROCESS_HOOKS
+            hooks = (*everywhere, *self.hooks) if everywhere else tuple(self.hooks)
+            parent, trace = None, self.trace or Trace()
         self.context = RunContext(trace, hooks, self.values if self.values is not None else {},
-                                  _log_start(self.name, trace.trace_id), _listens_to_tokens(hooks))
+                                  _log_start(self.name, trace.trace_id), _listens_to_tokens(hooks), limits)
+        self.spent = trace.usage.copy()  # what the trace had spent before this run (nested runs share it)
         self.span = trace.open(self.name, "run", parent, "run", **self.attributes)
         self.token = _CURRENT.set((self.context, self.span))
         for hook in hooks:
@@ -321,6 +359,7 @@ class run:  # noqa: N801 - used like a function: `with run("AgentBot") as trace:
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         if exc is not None:
             self.span.error = f"{type(exc).__name__}: {exc}"
+        self.span.attributes["usage"] = self.context.trace.usage - self.spent  # this run's own share
         self.span.end = time.perf_counter()
         _CURRENT.reset(self.token)
         for hook in self.context.hooks:

@@ -1,0 +1,375 @@
+"""OpenTelemetry export: every span of a run becomes an OTel span, named and tagged by the GenAI conventions.
+
+``pip install "llamabot[otel]"``. Nothing here is imported by the rest of llamabot: export is one more lifecycle
+hook (:class:`OTelHook`), on for one bot (``AgentBot(..., hooks=[OTelHook()])``) or for every run of the process
+(:func:`instrument`). When it is off, no run pays anything for it.
+
+How our spans map (the OpenTelemetry GenAI semantic conventions, ``gen_ai.*``):
+
+========================  =====================================  ==========================================
+our span                  OTel span (kind)                       attributes
+========================  =====================================  ==========================================
+``run`` (a bot call)      ``invoke_agent {bot}`` (INTERNAL)      ``gen_ai.operation.name``, ``gen_ai.agent.name``
+``model_call``            ``chat {model}`` (CLIENT)              ``gen_ai.request.model``, ``gen_ai.usage.*``...
+``tool_call`` (a tool,    ``execute_tool {tool}`` (INTERNAL)     ``gen_ai.tool.name``, ``gen_ai.tool.call.id``
+an AoT atom)
+``node`` (a decision, a   ``{span name}`` (INTERNAL)             ``llamabot.span.kind``, the step's numbers
+phase, a ToT step...)
+========================  =====================================  ==========================================
+
+Every span carries ``llamabot.trace_id`` (the run's ``trace.trace_id``) and ``llamabot.span.kind``. Times are
+wall-clock (our ``perf_counter`` times shifted once per root span, so durations are exactly ours). Parents follow
+our span tree through explicit contexts, so concurrent runs never mix; a root run becomes a child of the OTel
+span active where it started (an instrumented web request, say). Message contents (prompts, replies, tool
+arguments and results, the run's query and answer, error texts) are recorded only with ``capture_content=True``
+(or ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+try:
+    from opentelemetry import trace as otel_trace
+
+    # the GenAI attribute names are in development: the conventions package keeps them under _incubating
+    from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
+    from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
+    from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        f'OpenTelemetry export needs the otel extra: pip install "llamabot[otel]" ({exc})'
+    ) from exc
+
+from llamabot.observe.hooks import RunHooks
+from llamabot.observe.tracing import Span, _jsonable, current_trace, process_hooks, set_process_hooks
+
+#: The standard switch of GenAI instrumentations for recording message contents.
+CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+#: Our own attributes.
+TRACE_ID = "llamabot.trace_id"
+SPAN_KIND = "llamabot.span.kind"
+USAGE_COST = "llamabot.usage.cost"
+#: String attributes of node spans that are names, not contents (recorded even without ``capture_content``).
+NAME_ATTRIBUTES = frozenset({"action", "calls", "atom_kind", "status"})
+#: Model request parameters and their GenAI attribute names.
+REQUEST_PARAMS = {
+    "temperature": gen_ai.GEN_AI_REQUEST_TEMPERATURE,
+    "max_tokens": gen_ai.GEN_AI_REQUEST_MAX_TOKENS,
+    "top_p": gen_ai.GEN_AI_REQUEST_TOP_P,
+    "top_k": gen_ai.GEN_AI_REQUEST_TOP_K,
+    "seed": gen_ai.GEN_AI_REQUEST_SEED,
+    "frequency_penalty": gen_ai.GEN_AI_REQUEST_FREQUENCY_PENALTY,
+    "presence_penalty": gen_ai.GEN_AI_REQUEST_PRESENCE_PENALTY,
+    "stop": gen_ai.GEN_AI_REQUEST_STOP_SEQUENCES,
+}
+_TRUE = ("1", "true", "yes", "on")
+
+
+class OTelHook(RunHooks):
+    """Export every span of the runs it observes as OpenTelemetry spans (see the module docstring).
+
+    Args:
+        tracer_provider: where spans go; default: the global one (``opentelemetry.trace.get_tracer_provider()``,
+            a no-op until the application sets an SDK provider).
+        capture_content: record message contents; default: ``$OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``,
+            else off.
+    """
+
+    def __init__(self, tracer_provider: TracerProvider | None = None, *, capture_content: bool | None = None):
+        provider = tracer_provider if tracer_provider is not None else otel_trace.get_tracer_provider()
+        self.tracer = provider.get_tracer("llamabot", _llamabot_version())
+        self.capture_content = capture_from_env() if capture_content is None else bool(capture_content)
+        self._key = f"_otel_{id(self):x}"  # where this hook keeps the OTel span of each of our spans
+        self.owned_provider: Any = (
+            None  # a provider instrument() made from the environment (shut down by uninstrument)
+        )
+
+    # -- the hook -----------------------------------------------------------------------------------------
+
+    def on_start(self, span: Span, state: Any) -> None:
+        category = span.category
+        attributes: dict[str, Any] = {TRACE_ID: span.trace_id, SPAN_KIND: span.kind}
+        if category == "model_call":
+            name, kind = self._model_call_start(span, attributes), SpanKind.CLIENT
+        elif category == "tool_call":
+            name, kind = self._tool_call_start(span, attributes), SpanKind.INTERNAL
+        elif category == "run":
+            name, kind = self._run_start(span, attributes), SpanKind.INTERNAL
+        else:
+            name, kind = span.name, SpanKind.INTERNAL
+        parent = self._parent(span)
+        if parent is None:  # a root: a child of the OTel span active here (if any); our clock mapped once
+            context, offset = None, time.time_ns() - round(time.perf_counter() * 1e9)
+        else:
+            context, offset = parent.context(), parent.offset
+        exported = self.tracer.start_span(
+            name, context, kind, attributes, start_time=offset + round(span.start * 1e9)
+        )
+        span.attributes[self._key] = _Exported(exported, offset)
+
+    def on_end(self, span: Span, state: Any) -> None:
+        opened: _Exported | None = span.attributes.pop(self._key, None)
+        if opened is None:  # started before this hook was told (nothing to end)
+            return
+        exported = opened.span
+        if exported.is_recording():
+            category = span.category
+            if category == "model_call":
+                self._model_call_end(span, exported)
+            elif category == "tool_call":
+                if self.capture_content and "result" in span.attributes:
+                    exported.set_attribute(gen_ai.GEN_AI_TOOL_CALL_RESULT, _json(span.attributes["result"]))
+            elif category == "run":
+                if self.capture_content and "result" in span.attributes:
+                    exported.set_attribute(
+                        gen_ai.GEN_AI_OUTPUT_MESSAGES,
+                        _json([_text_message("assistant", span.attributes["result"])]),
+                    )
+            else:
+                exported.set_attributes(self._step_attributes(span.attributes))
+            if span.error is not None:
+                self._failed(exported, span.error)
+        end = span.end if span.end is not None else time.perf_counter()
+        exported.end(end_time=opened.offset + round(end * 1e9))
+
+    # -- per category -------------------------------------------------------------------------------------
+
+    def _parent(self, span: Span) -> _Exported | None:
+        if span.parent_id is None:
+            return None
+        trace = current_trace()
+        if trace is None:
+            return None
+        spans = trace.spans
+        parent = spans[span.parent_id] if span.parent_id < len(spans) else None
+        if parent is None or parent.span_id != span.parent_id:
+            return None
+        return parent.attributes.get(self._key)
+
+    def _run_start(self, span: Span, attributes: dict[str, Any]) -> str:
+        attributes[gen_ai.GEN_AI_OPERATION_NAME] = "invoke_agent"
+        attributes[gen_ai.GEN_AI_AGENT_NAME] = span.name
+        if self.capture_content and "query" in span.attributes:
+            attributes[gen_ai.GEN_AI_INPUT_MESSAGES] = _json(
+                [_text_message("user", span.attributes["query"])]
+            )
+        return f"invoke_agent {span.name}"
+
+    def _model_call_start(self, span: Span, attributes: dict[str, Any]) -> str:
+        request = span.attributes.get("request")
+        model = getattr(request, "model", None) or str(span.attributes.get("model", ""))
+        attributes[gen_ai.GEN_AI_OPERATION_NAME] = "chat"
+        attributes[gen_ai.GEN_AI_REQUEST_MODEL] = model
+        provider, slash, _ = model.partition("/")
+        if slash:
+            attributes[gen_ai.GEN_AI_PROVIDER_NAME] = provider
+        if request is not None:
+            for key, value in request.params.items():
+                name = REQUEST_PARAMS.get(key)
+                if name is not None and value is not None:
+                    attributes[name] = (
+                        value if not isinstance(value, (list, tuple)) else [str(v) for v in value]
+                    )
+            if request.response_format:
+                attributes[gen_ai.GEN_AI_OUTPUT_TYPE] = "json"
+            if self.capture_content:
+                attributes[gen_ai.GEN_AI_INPUT_MESSAGES] = _json([chat_message(m) for m in request.messages])
+        return f"chat {model}"
+
+    def _model_call_end(self, span: Span, exported: Any) -> None:
+        reply = span.attributes.get("reply")
+        if reply is None:
+            return
+        usage = reply.usage
+        attributes: dict[str, Any] = {
+            gen_ai.GEN_AI_USAGE_INPUT_TOKENS: usage.prompt_tokens,
+            gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS: usage.completion_tokens,
+        }
+        if usage.cost is not None:
+            attributes[USAGE_COST] = usage.cost
+        if reply.model:
+            attributes[gen_ai.GEN_AI_RESPONSE_MODEL] = reply.model
+        if reply.finish_reason:
+            attributes[gen_ai.GEN_AI_RESPONSE_FINISH_REASONS] = [reply.finish_reason]
+        if self.capture_content:
+            attributes[gen_ai.GEN_AI_OUTPUT_MESSAGES] = _json([reply_message(reply)])
+        exported.set_attributes(attributes)
+
+    def _tool_call_start(self, span: Span, attributes: dict[str, Any]) -> str:
+        own = span.attributes
+        tool = span.name.rpartition(":")[2]  # an AoT atom's span is "<atom id>:<tool>"
+        attributes[gen_ai.GEN_AI_OPERATION_NAME] = "execute_tool"
+        attributes[gen_ai.GEN_AI_TOOL_NAME] = tool
+        attributes[gen_ai.GEN_AI_TOOL_TYPE] = "function"
+        call_id = own.get("call_id", own.get("atom"))
+        if call_id is not None:
+            attributes[gen_ai.GEN_AI_TOOL_CALL_ID] = str(call_id)
+        if "atom" in own:
+            attributes["llamabot.atom.id"] = own["atom"]
+        if self.capture_content and "arguments" in own:
+            attributes[gen_ai.GEN_AI_TOOL_CALL_ARGUMENTS] = _json(own["arguments"])
+        return f"execute_tool {tool}"
+
+    def _step_attributes(self, own: dict[str, Any]) -> dict[str, Any]:
+        """A node step's own attributes as ``llamabot.<name>``: numbers and flags always, names (the edge taken,
+        the tools chosen) always, other text only with ``capture_content``."""
+        out: dict[str, Any] = {}
+        for key, value in own.items():
+            if key[0] == "_":
+                continue
+            if isinstance(value, (bool, int, float)) or (
+                (self.capture_content or key in NAME_ATTRIBUTES) and isinstance(value, str)
+            ):
+                out[f"llamabot.{key}"] = value
+            elif key in NAME_ATTRIBUTES and isinstance(value, (list, tuple)):
+                out[f"llamabot.{key}"] = [str(v) for v in value]
+            elif self.capture_content and value is not None:
+                out[f"llamabot.{key}"] = _json(value)
+        return out
+
+    def _failed(self, exported: Any, error: str) -> None:
+        kind, colon, _ = error.partition(":")
+        error_type = kind if colon and kind.isidentifier() else "_OTHER"
+        exported.set_attribute(ERROR_TYPE, error_type)
+        exported.set_status(Status(StatusCode.ERROR, error if self.capture_content else error_type))
+
+
+class _Exported:
+    """The OTel span of one of our spans, the clock offset of its tree, and (made once, when a child asks) the
+    context that makes children of it."""
+
+    __slots__ = ("span", "offset", "_context")
+
+    def __init__(self, span: Any, offset: int):
+        self.span, self.offset, self._context = span, offset, None
+
+    def context(self) -> Any:
+        if self._context is None:
+            self._context = otel_trace.set_span_in_context(self.span)
+        return self._context
+
+
+# -- the process-wide switch -------------------------------------------------------------------------------
+
+
+def instrument(
+    tracer_provider: TracerProvider | None = None, *, capture_content: bool | None = None
+) -> OTelHook:
+    """Export every run of this process (every root run started from now on) to OpenTelemetry.
+
+    Replaces an earlier :func:`instrument` (one exporter at a time). With no ``tracer_provider`` and no SDK
+    provider set globally, ``$OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``..._TRACES_ENDPOINT``) makes one that sends
+    OTLP/HTTP there in batches (service name from ``$OTEL_SERVICE_NAME``); otherwise spans go to the global
+    provider. Nothing is enabled at import: only this call turns export on. Returns the installed hook.
+    """
+    provider = tracer_provider if tracer_provider is not None else provider_from_env()
+    hook = OTelHook(provider, capture_content=capture_content)
+    hook.owned_provider = provider if tracer_provider is None and provider is not None else None
+    set_process_hooks((*_others(process_hooks()), hook))
+    return hook
+
+
+def uninstrument() -> None:
+    """Stop exporting new runs (runs in flight finish their export); a provider :func:`instrument` made from
+    the environment is flushed and shut down."""
+    previous = set_process_hooks(_others(process_hooks()))
+    for hook in previous:
+        owned = getattr(hook, "owned_provider", None) if isinstance(hook, OTelHook) else None
+        if owned is not None:
+            owned.shutdown()
+
+
+def provider_from_env() -> TracerProvider | None:
+    """An SDK provider exporting OTLP/HTTP in batches when ``$OTEL_EXPORTER_OTLP_ENDPOINT`` or
+    ``$OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is set and no SDK provider is set globally; else ``None`` (use the
+    global provider)."""
+    if not isinstance(
+        otel_trace.get_tracer_provider(), (otel_trace.ProxyTracerProvider, otel_trace.NoOpTracerProvider)
+    ):
+        return None
+    if not (
+        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    ):
+        return None
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider as SDKTracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = SDKTracerProvider(resource=Resource.create())
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    return provider
+
+
+def capture_from_env() -> bool:
+    """Whether ``$OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` asks for message contents."""
+    return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() in _TRUE
+
+
+def _others(hooks: Iterable[RunHooks]) -> tuple[RunHooks, ...]:
+    return tuple(h for h in hooks if not isinstance(h, OTelHook))
+
+
+# -- contents in the GenAI message format ---------------------------------------------------------------------
+
+
+def chat_message(message: dict[str, Any]) -> dict[str, Any]:
+    """One OpenAI-format chat message in the GenAI conventions' format (``role`` and typed ``parts``)."""
+    role = message.get("role", "user")
+    parts: list[dict[str, Any]] = []
+    content = message.get("content")
+    if role == "tool":
+        parts.append({"type": "tool_call_response", "id": message.get("tool_call_id"), "response": content})
+    elif isinstance(content, str):
+        parts.append({"type": "text", "content": content})
+    elif isinstance(content, list):  # multimodal content parts: their text
+        parts.extend({"type": "text", "content": p.get("text", "")} for p in content if isinstance(p, dict))
+    for call in message.get("tool_calls") or ():
+        function = call.get("function", {})
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": call.get("id"),
+                "name": function.get("name"),
+                "arguments": _parsed(function.get("arguments")),
+            }
+        )
+    return {"role": role, "parts": parts}
+
+
+def reply_message(reply: Any) -> dict[str, Any]:
+    """A model reply as a GenAI output message (text, tool calls and the finish reason)."""
+    message = chat_message(reply.to_message())
+    message["finish_reason"] = reply.finish_reason or ("tool_call" if reply.tool_calls else "stop")
+    return message
+
+
+def _text_message(role: str, value: Any) -> dict[str, Any]:
+    text = value if isinstance(value, str) else json.dumps(_jsonable(value))
+    return {"role": role, "parts": [{"type": "text", "content": text}]}
+
+
+def _parsed(arguments: Any) -> Any:
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except ValueError:
+            return arguments
+    return arguments
+
+
+def _json(value: Any) -> str:
+    return json.dumps(_jsonable(value))
+
+
+def _llamabot_version() -> str:
+    try:
+        return version("llamabot")
+    except PackageNotFoundError:  # pragma: no cover - a source tree that was never installed
+        return "0"
