@@ -38,6 +38,9 @@ _EXPORTS: dict[str, str] = {
     "AsyncToolBot": "llamabot.bot.toolbot",
     "ScriptedModel": "llamabot.models.scripted",
     "Trace": "llamabot.observe.tracing",
+    "RunUsage": "llamabot.observe.usage",
+    "UsageLimits": "llamabot.observe.usage",
+    "UsageLimitExceeded": "llamabot.observe.usage",
     "get_model": "llamabot.models.seam",
     "default_model_name": "llamabot.models.seam",
 }
@@ -59,6 +62,9 @@ __all__ = [
     "Tool",
     "ToolBot",
     "Trace",
+    "RunUsage",
+    "UsageLimits",
+    "UsageLimitExceeded",
     "default_model_name",
     "get_model",
     "tool",
@@ -76,6 +82,7 @@ if TYPE_CHECKING:
     from llamabot.observe.events import RunEvent
     from llamabot.observe.hooks import RunHooks
     from llamabot.observe.tracing import Trace
+    from llamabot.observe.usage import RunUsage, UsageLimitExceeded, UsageLimits
     from llamabot.tools import DEFAULT_TOOLS, Tool, tool
 
 

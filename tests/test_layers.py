@@ -13,16 +13,17 @@ ROOT = Path(__file__).resolve().parents[1] / "llamabot"
 #: share a layer (the three reasoning patterns) never import each other. Tools sit on the models layer: a tool
 #: call is driven by the same exchange drivers as a model call.
 LAYERS = {
-    "errors": 0, "lazy": 0, "observe": 0,
-    "models": 1,
-    "tools": 2,
-    "toolkits": 3,
-    "bot": 4,
-    "graph": 5,
-    "agents": 6,
-    "reasoning": 7, "reasoning.aot": 7, "reasoning.anot": 7, "reasoning.tot": 7,
-    "durable": 8,
-    "cli": 9,
+    "errors": 0, "lazy": 0,
+    "observe": 1,
+    "models": 2,
+    "tools": 3,
+    "toolkits": 4,
+    "bot": 5,
+    "graph": 6,
+    "agents": 7,
+    "reasoning": 8, "reasoning.aot": 8, "reasoning.anot": 8, "reasoning.tot": 8,
+    "durable": 9,
+    "cli": 10,
 }
 
 

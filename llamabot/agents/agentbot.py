@@ -23,6 +23,7 @@ from llamabot.models.messages import Message
 from llamabot.models.seam import ChatModel, get_model
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace
+from llamabot.observe.usage import UsageLimits
 from llamabot.tools.defaults import DEFAULT_TOOLS
 from llamabot.tools.tool import DECIDE, Tool, as_tool
 
@@ -50,8 +51,9 @@ class AgentBot(GraphBot):
     run before the run is forced to ``respond_to_user``. ``max_errors``: consecutive invalid calls or tool
     failures tolerated (each is shown to the model) before the run raises. ``history_limit``: at most this many
     messages after the current question are sent to the model. ``decide_node``: a custom decision node, wired
-    to the same tool edges. ``hooks``: lifecycle hooks told about every run. ``completion_kwargs`` pass through
-    to the model.
+    to the same tool edges. ``hooks``: lifecycle hooks told about every run. ``usage_limits``: a
+    :class:`UsageLimits` every run obeys (a run stops with ``UsageLimitExceeded`` before a request that would exceed
+    it). ``completion_kwargs`` pass through to the model.
 
     ``bot(query)`` keeps the conversation on the bot (``bot.memory``, for notebooks); ``await bot.arun(query)``
     keeps nothing between calls unless the caller passes ``memory`` (a list it owns), so any number of concurrent
@@ -70,9 +72,10 @@ class AgentBot(GraphBot):
         max_errors: int = 3,
         history_limit: int | None = 40,
         hooks: Iterable[RunHooks] = (),
+        usage_limits: UsageLimits | None = None,
         **completion_kwargs: Any,
     ):
-        super().__init__(hooks=hooks)
+        super().__init__(hooks=hooks, usage_limits=usage_limits)
         self.tools = merge_tools(tools)
         self.model = get_model(model_name)
         self.model_name = self.model.name

@@ -3,7 +3,9 @@
     bot(query)                          run synchronously (a notebook, a script)
     await bot.arun(query)               run on the event loop (a service); any number of concurrent runs
     async for event in bot.astream(q)   run and yield RunEvents (decisions, tool calls, tokens, node steps...)
-    bot.last_trace                      the trace of the last run started
+    bot.last_trace                      the trace of the last run started (``.usage``: what it spent)
+    bot.usage_limits = UsageLimits(...) stop runs before a request that would exceed them (or per run:
+                                        ``bot(q, usage_limits=...)``)
     bot.to_mermaid()                    the graph as a mermaid diagram
 
 A subclass builds its graph once (:meth:`set_graph`) and says how a run starts and ends: :meth:`new_state` (the
@@ -26,16 +28,19 @@ from llamabot.graph.mermaid import MermaidDiagram, to_mermaid, walk
 from llamabot.observe.events import EventHook, RunEvent
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, run
+from llamabot.observe.usage import UsageLimits
 
 
 class GraphBot:
-    """Base class of bots that run a PocketFlow graph. ``hooks``: lifecycle hooks told about every run."""
+    """Base class of bots that run a PocketFlow graph. ``hooks``: lifecycle hooks told about every run;
+    ``usage_limits``: :class:`UsageLimits` every run obeys (a run's own ``usage_limits=`` option replaces them)."""
 
     flow: Flow
     async_flow: AsyncFlow
 
-    def __init__(self, *, hooks: Iterable[RunHooks] = ()):
+    def __init__(self, *, hooks: Iterable[RunHooks] = (), usage_limits: UsageLimits | None = None):
         self.hooks: tuple[RunHooks, ...] = tuple(hooks)
+        self.usage_limits = usage_limits
         self.last_trace: Trace | None = None
 
     # -- what a subclass provides ---------------------------------------------------------------------
@@ -74,8 +79,9 @@ class GraphBot:
     def _run(self, query: Any, options: dict[str, Any], hooks: Iterable[RunHooks], trace: Trace | None,
              outcome: list[Any], restored: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
         attributes = self.run_attributes(query) if restored is None else {"resumed": True}
+        limits = options.pop("usage_limits", None) or self.usage_limits
         scope = run(type(self).__name__, hooks=(*self.hooks, *hooks), values=self.run_values(options), trace=trace,
-                    **attributes)
+                    limits=limits, **attributes)
         with scope as trace:
             self.last_trace = trace
             state = self.new_state(query, trace, options) if restored is None else restored
@@ -126,7 +132,8 @@ class GraphBot:
                 yield event
             exc = task.exception()
             if exc is not None:
-                yield RunEvent("error", trace.trace_id, {"error": f"{type(exc).__name__}: {exc}"})
+                yield RunEvent("error", trace.trace_id, {"error": f"{type(exc).__name__}: {exc}",
+                                                         "usage": trace.usage.to_dict()})
                 raise exc
         finally:
             if not task.done():

@@ -5,7 +5,8 @@ return a :class:`ModelReply`. ``get_model`` turns a LiteLLM model string (or ``N
 :class:`LiteLLMModel`, or passes a chat model object (such as :class:`ScriptedModel`) straight through.
 
 ``call_model`` / ``acall_model`` wrap a call in a ``model_call`` span (tokens, cost, latency, the reply), so a
-recorded trace can be replayed later. Both share ``_begin``/``_end``; only the call itself differs.
+recorded trace can be replayed later, add its usage to the run's and enforce the run's usage limits. Both share
+``_begin``/``_end``; only the call itself differs.
 """
 
 from __future__ import annotations
@@ -91,20 +92,39 @@ def _streaming(on_token: TokenCallback | None) -> TokenCallback | None:
     return both
 
 
+def _begin(model: ChatModel, request: ModelRequest) -> OpenSpan | None:
+    """Open the ``model_call`` span; refuse the request (the span records why) when the run's usage limits
+    would be exceeded by it."""
+    opened = start_span("model_call", "model_call", "model_call", None, {"model": model.name, "request": request})
+    if opened is not None:
+        context = opened[2]
+        if context.limits is not None:
+            try:
+                context.limits.check(context.trace.usage)
+            except BaseException as exc:
+                close_span(opened, None, exc)
+                raise
+    return opened
+
+
 def _end(opened: OpenSpan | None, reply: ModelReply | None, error: BaseException | None) -> None:
     if opened is not None and reply is not None:
-        span = opened[0]
+        span, _, context = opened
         span.attributes["reply"] = reply
         span.attributes["latency_s"] = time.perf_counter() - span.start
+        usage = reply.usage
+        context.trace.usage.add(usage.prompt_tokens, usage.completion_tokens, usage.cost)
     close_span(opened, None, error)
 
 
 def call_model(model: ChatModel, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:
-    """Call ``model`` once, recording a ``model_call`` span (and telling the run's hooks) inside a run.
+    """Call ``model`` once, recording a ``model_call`` span (and telling the run's hooks) inside a run, and
+    adding the reply's usage to the run's (``trace.usage``); a request the run's :class:`UsageLimits` forbid
+    raises :class:`UsageLimitExceeded` instead of being sent.
 
     References only: the request and reply are summarised when the trace is exported, not on the hot path.
     """
-    opened = start_span("model_call", "model_call", "model_call", None, {"model": model.name, "request": request})
+    opened = _begin(model, request)
     try:
         reply = model.complete(request, _streaming(on_token))
     except BaseException as exc:
@@ -116,7 +136,7 @@ def call_model(model: ChatModel, request: ModelRequest, on_token: TokenCallback 
 
 async def acall_model(model: ChatModel, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:
     """Async twin of :func:`call_model`."""
-    opened = start_span("model_call", "model_call", "model_call", None, {"model": model.name, "request": request})
+    opened = _begin(model, request)
     try:
         reply = await model.acomplete(request, _streaming(on_token))
     except BaseException as exc:

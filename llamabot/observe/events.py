@@ -25,8 +25,8 @@ class RunEvent:
     - ``tool_started``: ``tool``, ``arguments``;
     - ``tool_finished``: ``tool``, ``result`` or ``error``, ``duration_s``;
     - ``token``: ``delta`` (a piece of streamed model output);
-    - ``final_answer``: ``result``;
-    - ``error``: ``error`` (the run failed with this exception text).
+    - ``final_answer``: ``result``, ``usage`` (the run's requests, input/output tokens and cost, a dict);
+    - ``error``: ``error`` (the run failed with this exception text), ``usage`` (what it spent until then).
     """
 
     kind: EventKind
@@ -59,7 +59,9 @@ class EventHook(RunHooks):
         if span.category == "run":
             self.depth -= 1
             if self.depth == 0 and span.error is None:
-                self.sink(RunEvent("final_answer", span.trace_id, {"result": span.attributes.get("result")}))
+                usage = span.attributes.get("usage")
+                self.sink(RunEvent("final_answer", span.trace_id, {
+                    "result": span.attributes.get("result"), "usage": usage.to_dict() if usage is not None else None}))
             return
         if self.depth != 1:
             return
