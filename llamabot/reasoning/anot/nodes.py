@@ -15,8 +15,9 @@
   invalid calls, a text reply, a failed model call, ``done`` refusing too often) routes ``"failed"`` to
   ``LWTEndNode`` instead of failing the run: the agent's script if executable, else the draft, else a one-step
   script runs, and the reason is kept in ``phase2`` and ``errors``.
-- ``LayerNode`` (phase 3): one visit per execution layer; fills the layer's steps and runs them (concurrently
-  in the async flow), then loops to itself until the last layer.
+- ``LayerNode`` (phase 3): one visit per execution layer; fills the layer's steps and runs them at once (worker
+  threads in the sync flow, tasks in the async flow, at most ``concurrency`` model calls either way), then loops
+  to itself until the last layer.
 - ``RankNode``: parses the final step's output into a ranking (fallbacks in ``ranking.py``); ends the run.
 
 Nodes keep no per-run attributes and log nothing: everything per run is data in the shared dict (see
@@ -44,7 +45,7 @@ from llamabot.reasoning.anot.executor import DEFAULT_CONCURRENCY, StepCall, arun
 from llamabot.reasoning.anot.item_views import compact_schema
 from llamabot.reasoning.anot.logic import logic_scores
 from llamabot.reasoning.anot.lwt import LWTError, LWTStep, execution_layers, final_step
-from llamabot.reasoning.anot.prompts import PHASE1_USER, PHASE2_USER_DRAFT, PHASE2_USER_EMPTY
+from llamabot.reasoning.anot.prompts import PHASE1_USER, PHASE2_NOTE, PHASE2_USER_DRAFT, PHASE2_USER_EMPTY
 from llamabot.reasoning.anot.ranking import (
     RANK_BY,
     Ranking,
@@ -225,7 +226,9 @@ class LWTStartNode(DualNode):
         script = LWTScript(draft if self.draft else [], items)
         conditions = brief_conditions(strategy, self.vocabulary) if strategy is not None else f"Request: {shared['query']}"
         template = PHASE2_USER_DRAFT if len(script) else PHASE2_USER_EMPTY
-        message = template.format(conditions=conditions, n_items=n_items, listing=script.listing())
+        note = strategy.message.strip() if strategy is not None else ""
+        message = template.format(conditions=conditions, n_items=n_items, listing=script.listing(),
+                                  note=PHASE2_NOTE.format(note=note) if note else "")
         return Phase2Start(draft, script.steps, message)
 
     def exec(self, start: Phase2Start) -> Phase2Start:
@@ -289,7 +292,8 @@ class LayerInput:
 
 
 class LayerNode(DualNode):
-    """Phase 3: run one execution layer (its steps concurrently in the async flow), then the next."""
+    """Phase 3: run one execution layer (its steps at once, at most ``concurrency`` model calls, in the sync and
+    the async flow alike), then the next."""
 
     name = "layer"
 
@@ -316,7 +320,7 @@ class LayerNode(DualNode):
 
     def exec(self, inp: LayerInput) -> PhaseOutcome:
         with span("P3", PHASE_KIND, layer=inp.index) as phase:
-            return PhaseOutcome(run_layer(inp.calls, self.model, self.completion_params), phase)
+            return PhaseOutcome(run_layer(inp.calls, self.model, self.completion_params, self.concurrency), phase)
 
     async def exec_async(self, inp: LayerInput) -> PhaseOutcome:
         with span("P3", PHASE_KIND, layer=inp.index) as phase:

@@ -44,8 +44,12 @@ in a prompt {(items)}[*][attributes][GoodForKids] becomes every item's value at 
 count of reviews mentioning word, {(c1)} step c1's output. Call one tool at a time; call done() when the script is \
 right."""
 
+#: Phase 1's message (its note for phase 2), shown after the conditions when phase 1 wrote one.
+PHASE2_NOTE = """
+Note from planning: {note}"""
+
 PHASE2_USER_DRAFT = """Conditions:
-{conditions}
+{conditions}{note}
 
 Draft script for the {n_items} items:
 {listing}
@@ -53,7 +57,7 @@ Draft script for the {n_items} items:
 If each condition's step checks the right path and value, call done() now. Else fix that step with lwt_set (or \
 add one with lwt_insert), then call done()."""
 
-PHASE2_USER_EMPTY = """{conditions}
+PHASE2_USER_EMPTY = """{conditions}{note}
 
 There are {n_items} items. The script is empty: insert one step per condition and a (final) step, then call done()."""
 

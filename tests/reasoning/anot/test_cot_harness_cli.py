@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 from typer.testing import CliRunner
@@ -14,7 +15,7 @@ from llamabot.models.scripted import text
 from llamabot.reasoning.anot import CoTBot, evaluate, load_dataset
 from llamabot.reasoning.anot.item_views import approx_tokens
 
-from .helpers import FIXTURE_DATA, ITEMS, three_phase_responder
+from .helpers import FIXTURE_DATA, ITEMS, phase, three_phase_responder
 
 
 def test_anot_cot_010_all_items_go_into_one_prompt_under_the_token_budget():
@@ -139,3 +140,34 @@ def test_anot_cli_020_bad_arguments_are_refused():
     result = runner.invoke(app, ["anot", "--data", str(FIXTURE_DATA), "--rank-by", "vibes"])
     assert result.exit_code != 0 and "--rank-by must be final or scores" in result.output
     assert runner.invoke(app, ["eval", "anot", "--help"]).exit_code == 0
+
+
+def test_anot_cli_030_concurrency_overlaps_the_steps_of_a_layer_in_the_cli(tmp_path):
+    """``--concurrency`` reaches the sync bot the CLI builds: the two condition steps of a layer wait on a
+    two-party barrier that only overlapping calls release (one at a time, the barrier breaks after 5 s and the
+    request is recorded as failed)."""
+    from llamabot.models.scripted_provider import register_scripted_provider
+
+    barrier, lock = threading.Barrier(2, timeout=5), threading.Lock()
+    seen = {"in_flight": 0, "peak": 0}
+
+    def respond(request):
+        if phase(request) != "P3" or "top-5" in request.last_user_text:
+            return eval_responder(request)
+        with lock:
+            seen["in_flight"] += 1
+            seen["peak"] = max(seen["peak"], seen["in_flight"])
+        try:
+            barrier.wait()
+            return text("[2]")
+        finally:
+            with lock:
+                seen["in_flight"] -= 1
+
+    name = register_scripted_provider(ScriptedModel(responder=respond, name="anot-conc"), prefix="scripted-conc")
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(app, ["anot", "--data", str(FIXTURE_DATA), "--limit", "1", "--candidates", "4",
+                                      "--model", name, "--concurrency", "2", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text())["reports"]["anot"]["records"][0]
+    assert record["failed"] is None and record["errors"] == [] and seen["peak"] == 2

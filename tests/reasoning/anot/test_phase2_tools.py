@@ -12,7 +12,7 @@ from llamabot.reasoning.anot import ANoTBot, AsyncANoTBot
 from llamabot.reasoning.anot.script import LWTScript
 from llamabot.reasoning.anot.tools import PHASE2_KEY, PHASE2_TOOLS, Phase2Context, done, lwt_insert
 
-from .helpers import ITEMS, phase, scripted_phase2
+from .helpers import ITEMS, STRATEGY, phase, scripted_phase2
 
 C3 = "(c3)=LLM('WiFi per item: {(items)}[*][attributes][WiFi]. Which are free? Output: [indices]')"
 FINAL = "(final)=LLM('c1={(c1)} c2={(c2)} c3={(c3)}. Output top-5: [best, ...]')"
@@ -188,3 +188,18 @@ def test_anot_p2_120_setting_a_step_to_itself_changes_nothing_and_says_so():
     script.insert(1, C3)
     assert "nothing changed" in script.set(1, C3)
     assert "set step 1" in script.set(1, C3.replace("free", "paid"))
+
+
+def test_anot_p2_130_phase1s_message_reaches_phase2s_prompt():
+    strategy = {**STRATEGY, "message": "Weigh the cozy reviews above everything else."}
+    model = ScriptedModel(responder=scripted_phase2(tool_call("done"), strategy=strategy))
+    ANoTBot(model, debug=0)("kids and cozy", ITEMS)
+    first_phase2 = next(r for r in model.requests if phase(r) == "P2")
+    assert "Note from planning: Weigh the cozy reviews above everything else." in first_phase2.last_user_text
+
+
+def test_anot_p2_130_an_empty_message_adds_no_note():
+    model = ScriptedModel(responder=scripted_phase2(tool_call("done"), strategy={**STRATEGY, "message": "  "}))
+    ANoTBot(model, debug=0, draft=False)("kids and cozy", ITEMS)
+    first_phase2 = next(r for r in model.requests if phase(r) == "P2")
+    assert "Note from planning" not in first_phase2.last_user_text and "Request" not in first_phase2.last_user_text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
@@ -12,7 +13,7 @@ from llamabot.errors import ScriptedModelExhausted
 from llamabot.models.reply import ModelReply
 from llamabot.models.scripted import text
 from llamabot.reasoning.anot import ANoTBot, AsyncANoTBot, LWTCycleError, LWTReferenceError
-from llamabot.reasoning.anot.executor import arun_layer, fill_layer
+from llamabot.reasoning.anot.executor import arun_layer, fill_layer, run_layer
 from llamabot.reasoning.anot.lwt import LWTStep
 from llamabot.reasoning.anot.substitution import SubstitutionContext
 
@@ -133,3 +134,65 @@ def test_anot_p3_090_rank_by_scores_uses_the_logic_over_the_condition_steps():
     assert nothing.ranking.indices == (2, 1, 3) and nothing.ranking.source == "list"
     with pytest.raises(ValueError, match="rank_by"):
         ANoTBot(ScriptedModel([]), debug=0, rank_by="vibes")
+
+
+# -- the sync path overlaps a layer's steps too (issue #14) -----------------------------------------------------
+
+
+class BarrierModel:
+    """A sync-only model whose condition steps block until ``parties`` of them are in flight at once: only
+    concurrent execution releases the barrier; sequential calls break it after ``timeout`` (the run then fails
+    instead of hanging). Counts the peak of calls in flight."""
+
+    name = "barrier"
+
+    def __init__(self, parties: int, timeout: float = 5.0):
+        self.barrier = threading.Barrier(parties, timeout=timeout)
+        self.lock = threading.Lock()
+        self.in_flight = self.peak = 0
+
+    def complete(self, request, on_token=None):
+        prompt = request.last_user_text
+        if "top-5" in prompt:
+            return ModelReply(content="[3, 2, 1]")
+        with self.lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+        try:
+            self.barrier.wait()  # BrokenBarrierError after the timeout when the steps run one at a time
+            return ModelReply(content="[2]")
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+    async def acomplete(self, request, on_token=None):
+        raise AssertionError("the sync flow must not call the async model")
+
+
+@pytest.mark.parametrize("concurrency", [2, 5, 10])
+def test_anot_p3_100_the_sync_bot_runs_a_layers_steps_concurrently_up_to_the_limit(concurrency):
+    model = BarrierModel(parties=concurrency)
+    result = ANoTBot(model, debug=0, concurrency=concurrency).execute(PARALLEL, ITEMS)
+    assert model.peak == concurrency  # the ten steps of layer 1 overlapped, never more than the limit
+    assert result.outputs["c1"] == "[2]" and result.final_ranking.parsed == (3, 2, 1)
+    steps = result.trace.of_kind("lwt_step")
+    layer_one = [s for s in result.trace.spans if s.name == "P3" and s.attributes.get("layer") == 0]
+    assert len(steps) == 11 and all(s.parent_id == layer_one[0].span_id for s in steps if s.name != "final")
+    assert [s.span_id for s in result.trace.spans] == list(range(len(result.trace.spans)))  # ids unique across threads
+
+
+def test_anot_p3_100_with_concurrency_1_the_sync_steps_run_one_at_a_time():
+    model = BarrierModel(parties=2, timeout=0.3)
+    with pytest.raises(threading.BrokenBarrierError):  # the barrier cannot be released by one call at a time
+        ANoTBot(model, debug=0, concurrency=1).execute(PARALLEL, ITEMS)
+    assert model.peak == 1
+
+
+def test_anot_p3_110_a_sync_step_failure_propagates_after_the_layer_finished():
+    model = ScriptedModel([text("[1]"), ScriptedModelExhausted("down"), text("[2]")])
+    calls = fill_layer([LWTStep("a", "x"), LWTStep("b", "y"), LWTStep("c", "z")], SubstitutionContext("", ITEMS))
+    with pytest.raises(ScriptedModelExhausted, match="down"):
+        run_layer(calls, model, {}, concurrency=3)
+    assert len(model.requests) == 3
+    with pytest.raises(ValueError, match="concurrency must be at least 1"):
+        run_layer(calls, model, {}, concurrency=0)
