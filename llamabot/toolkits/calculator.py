@@ -1,12 +1,44 @@
-"""A calculator tool set: an importable example toolkit for agents (and the AoT pattern's default tools)."""
+"""A calculator tool set: an importable example toolkit for agents (and the AoT pattern's default tools).
+
+Numbers behave as people expect: integer arithmetic stays integer (``multiply(23, 19)`` is ``437``, not
+``437.0``), and a float anywhere keeps the result a float. Each tool accepts :data:`Number` (``int | float``): a
+JSON ``23`` stays an ``int``, ``23.0`` a ``float``, a numeric string becomes the number it spells; the model sees
+``"type": "number"``. ``divide`` of two ints that divide evenly gives an int; otherwise the true quotient.
+"""
 
 from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import PlainValidator, WithJsonSchema
+from pydantic_core import PydanticCustomError
 
 from llamabot.tools.tool import tool
 
 
+def as_number(value: object) -> int | float:
+    """``value`` as an ``int`` or ``float``, keeping which one it is; numeric strings are parsed (``"23"`` -> 23).
+
+    Anything else, booleans included, fails with pydantic's own wording (reported under the argument's name).
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        for parse in (int, float):
+            try:
+                return parse(value.strip())
+            except ValueError:
+                pass
+        raise PydanticCustomError("float_parsing", "Input should be a valid number, unable to parse string as a number")
+    raise PydanticCustomError("float_type", "Input should be a valid number")
+
+
+#: An ``int`` or a ``float``, validated by :func:`as_number` (one error message, not one per union member).
+Number = Annotated[int | float, PlainValidator(as_number), WithJsonSchema({"type": "number"})]
+
+
 @tool(blocking=False)  # pure arithmetic: returns at once, no worker thread needed in async runs
-def add(a: float, b: float) -> float:
+def add(a: Number, b: Number) -> Number:
     """Add two numbers: a + b.
 
     Args:
@@ -17,7 +49,7 @@ def add(a: float, b: float) -> float:
 
 
 @tool(blocking=False)  # pure arithmetic: returns at once, no worker thread needed in async runs
-def subtract(a: float, b: float) -> float:
+def subtract(a: Number, b: Number) -> Number:
     """Subtract b from a: a - b.
 
     Args:
@@ -28,7 +60,7 @@ def subtract(a: float, b: float) -> float:
 
 
 @tool(blocking=False)  # pure arithmetic: returns at once, no worker thread needed in async runs
-def multiply(a: float, b: float) -> float:
+def multiply(a: Number, b: Number) -> Number:
     """Multiply two numbers: a * b.
 
     Args:
@@ -39,7 +71,7 @@ def multiply(a: float, b: float) -> float:
 
 
 @tool(blocking=False)  # pure arithmetic: returns at once, no worker thread needed in async runs
-def divide(a: float, b: float) -> float:
+def divide(a: Number, b: Number) -> Number:
     """Divide a by b: a / b. Fails when b is 0.
 
     Args:
@@ -48,11 +80,13 @@ def divide(a: float, b: float) -> float:
     """
     if b == 0:
         raise ZeroDivisionError("cannot divide by zero")
+    if isinstance(a, int) and isinstance(b, int) and a % b == 0:
+        return a // b  # exact integer quotient: 12 / 4 is 3, as a person writes it
     return a / b
 
 
 @tool(blocking=False)  # pure arithmetic: returns at once, no worker thread needed in async runs
-def power(base: float, exponent: float) -> float:
+def power(base: Number, exponent: Number) -> Number:
     """Raise base to the power exponent: base ** exponent.
 
     Args:

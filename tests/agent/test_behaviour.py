@@ -20,7 +20,7 @@ def test_agt_dec_010_tool_result_goes_back_to_the_model_and_a_terminal_tool_ends
     assert [m["role"] for m in second] == ["system", "user", "assistant", "tool"]
     call = second[2]["tool_calls"][0]
     assert call["function"]["name"] == "multiply" and json.loads(call["function"]["arguments"]) == {"a": 23, "b": 19}
-    assert second[3]["tool_call_id"] == call["id"] and second[3]["content"] == "437.0"
+    assert second[3]["tool_call_id"] == call["id"] and second[3]["content"] == "437"
 
 
 def test_agt_dec_020_text_without_a_tool_call_is_routed_to_respond_to_user():
@@ -102,7 +102,7 @@ def test_agt_dec_070_several_calls_in_one_reply_run_without_a_new_model_call():
     assert len(model.requests) == 2
     assert [s.name for s in bot.last_trace.of_kind("tool_call")] == ["add", "multiply", "respond_to_user"]
     tool_results = [m for m in model.requests[1].messages if m["role"] == "tool"]
-    assert [m["content"] for m in tool_results] == ["3.0", "12.0"]
+    assert [m["content"] for m in tool_results] == ["3", "12"]
 
 
 def test_agt_dec_070_calls_queued_after_a_terminal_tool_are_closed_not_run():
@@ -224,7 +224,7 @@ def test_agt_dec_140_mixed_valid_and_invalid_calls_run_the_valid_ones_and_report
     sent = model.requests[1].messages
     add_id, nope_id = (c["id"] for c in sent[2]["tool_calls"])
     results = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
-    assert results[add_id] == "3.0"
+    assert results[add_id] == "3"
     assert "unknown tool 'nope'" in results[nope_id]
 
 

@@ -54,7 +54,7 @@ def test_hard_win_020_the_agent_sees_all_results_of_a_reply_that_made_history_li
     assert AgentBot(tools=[add], model_name=model, history_limit=8)("add them") == "done"
     last = model.requests[-1].messages
     assert [m["role"] for m in last] == ["system", "user", "assistant", *["tool"] * 8]
-    assert [m["content"] for m in last if m["role"] == "tool"] == [f"{float(i + 1)}" for i in range(8)]
+    assert [m["content"] for m in last if m["role"] == "tool"] == [f"{i + 1}" for i in range(8)]
 
 
 # -- defect 5: compensation on cancel; a failed compensator is not "compensated" ------------------------------

@@ -67,7 +67,7 @@ def test_aot_exec_030_references_resolve_inside_lists_and_text():
         {"id": 4, "kind": "decision", "name": "choose_cheapest", "input": {"options": ["a <result_of_1>", "b"], "prices": ["<result_of_2>", 9]}},
         {"id": 5, "kind": "final", "name": "report", "dependsOn": [3, 4]},
     ]})
-    assert execute_plan(p, TOOLS, DECISIONS).answer == {3: 5.0, 4: "a 3.0"}
+    assert execute_plan(p, TOOLS, DECISIONS).answer == {3: 5.0, 4: "a 3"}
 
 
 def test_aot_exec_040_failure_stops_at_the_atom_naming_tool_inputs_and_cause_and_keeps_partial_state():
@@ -198,7 +198,7 @@ def test_aot_exec_080_plans_and_records_persist_as_json_and_re_execute_without_a
 def test_aot_viz_010_the_atom_graph_renders_as_mermaid_with_results():
     record = execute_plan(valid(SEED_PLAN), TOOLS)
     source = plan_to_mermaid(record.plan, record)
-    assert 'a1["1: add = 22.0"]' in source and "a2 --> a3" in source and 'a4(["4: final = 56.0"])' in source
+    assert 'a1["1: add = 22"]' in source and "a2 --> a3" in source and 'a4(["4: final = 56"])' in source
     assert "class a3 ok" in source
     assert "classDef" not in plan_to_mermaid(record.plan)
 

@@ -206,7 +206,7 @@ def test_aot_run_050_the_plan_decision_and_repairs_are_logged_at_debug_level():
         logger.remove(sink)
     assert any(line.startswith("plan 1: invalid, re-planning with 2 problems") and "sqrt" in line for line in lines)
     assert any(line.startswith("plan 2: valid, 4 atoms in 4 layers") for line in lines)
-    assert any(line.startswith("layer 1: 2:multiply = 66.0") for line in lines)
+    assert any(line.startswith("layer 1: 2:multiply = 66") for line in lines)
 
 
 def test_aot_run_060_a_run_resumed_after_a_layer_does_not_repeat_its_atoms():
