@@ -29,7 +29,9 @@ def as_number(value: object) -> int | float:
                 return parse(value.strip())
             except ValueError:
                 pass
-        raise PydanticCustomError("float_parsing", "Input should be a valid number, unable to parse string as a number")
+        raise PydanticCustomError(
+            "float_parsing", "Input should be a valid number, unable to parse string as a number"
+        )
     raise PydanticCustomError("float_type", "Input should be a valid number")
 
 
