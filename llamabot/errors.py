@@ -97,3 +97,19 @@ class DependencyCycleError(LlamabotError, ValueError):
             f"dependency cycle: {' -> '.join(map(str, cycle))}; blocked by it: {', '.join(map(str, blocked))}. "
             "A node may not depend, directly or indirectly, on itself"
         )
+
+
+class ToolUnavailableError(LlamabotError, RuntimeError):
+    """What a tool stands on is gone (e.g. the process of an MCP server exited): no call of it can succeed, so the
+    tool-call logic raises this and the run ends with it, instead of showing it to the model as a tool's error."""
+
+
+class MCPServerError(ToolUnavailableError):
+    """An MCP server cannot be used: it did not start, it exited, or it closed the connection.
+
+    ``server`` names it (the command, or the URL without credentials); ``problem`` says what happened.
+    """
+
+    def __init__(self, server: str, problem: str):
+        self.server, self.problem = server, problem
+        super().__init__(f"MCP server {server!r}: {problem}")

@@ -4,7 +4,8 @@
 the run context, then yields one :class:`ToolAttempt` per attempt and a :class:`Sleep` before each retry, and
 returns a :class:`ToolOutcome`. It never raises for the tool's own failures: invalid arguments, an exception in
 the tool, a timeout and an async tool in a sync run all become ``ToolOutcome.error`` (``"TypeName: message"``,
-the text the model is shown), with the exception kept on ``ToolOutcome.exception``.
+the text the model is shown), with the exception kept on ``ToolOutcome.exception``. The one exception is
+:class:`ToolUnavailableError` (what the tool stands on is gone, e.g. its MCP server exited): it ends the run.
 
 The drivers of :mod:`llamabot.models.exchange` carry the effects out: ``run_exchange`` calls ``run()`` (the tool
 in this thread, or in a daemon worker thread when it has a timeout; ``time.sleep`` between attempts),
@@ -30,7 +31,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from llamabot.errors import ToolArgumentsError, ToolDefinitionError
+from llamabot.errors import ToolArgumentsError, ToolDefinitionError, ToolUnavailableError
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.observe.tracing import log_debug
 from llamabot.tools.retry import Retry
@@ -110,6 +111,8 @@ class ToolAttempt:
                 if not futures.wait((future,), timeout=self.timeout).done:
                     return None, _timed_out(tool, self.timeout)
                 value = future.result()
+        except ToolUnavailableError:  # the tool's server is gone: the run ends, nothing to show the model
+            raise
         except Exception as exc:  # noqa: BLE001 - the outcome carries it
             return None, exc
         if type(value) not in _PLAIN and inspect.isawaitable(value):  # a coroutine from a sync function
@@ -122,12 +125,16 @@ class ToolAttempt:
         try:
             if tool.is_async:
                 value = await _within(tool.func(**self.kwargs), self.timeout, tool)
+            elif tool.afunc is not None:  # a coroutine twin (an MCP tool): awaited here
+                value = await _within(tool.afunc(**self.kwargs), self.timeout, tool)
             elif self.timeout is None and not tool.blocking:
                 value = tool.func(**self.kwargs)
             else:
                 value = await _within(self._threaded(), self.timeout, tool)
             if type(value) not in _PLAIN and inspect.isawaitable(value):  # a sync function that returned one
                 value = await value
+        except ToolUnavailableError:
+            raise
         except Exception as exc:  # noqa: BLE001 - the outcome carries it
             return None, exc
         return value, None

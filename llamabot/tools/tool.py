@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -36,6 +36,9 @@ class Tool:
     ``retry``: the retry policy (``None``: one attempt); ``blocking=False``: a sync tool that returns at once,
     which async runs call on the event loop instead of in a worker thread. ``requires_approval=True``: a durable
     run (:mod:`llamabot.durable`) pauses before each call of this tool until a person approves or rejects it.
+    ``afunc``: a coroutine twin of a sync ``func`` that async runs await instead (an MCP tool has both).
+    ``schema_check``: set by :meth:`from_schema`: the arguments are checked against the JSON schema as given
+    (it returns the problems found) instead of by the ``arguments`` model.
     """
 
     name: str
@@ -51,6 +54,16 @@ class Tool:
     retry: Retry | None = None
     blocking: bool = True
     requires_approval: bool = False
+    afunc: Callable[..., Awaitable[Any]] | None = None
+    schema_check: Callable[[dict[str, Any]], list[str]] | None = None
+
+    @classmethod
+    def from_schema(cls, name: str, description: str, parameters: dict[str, Any], **options: Any) -> Tool:
+        """A tool described by a JSON schema instead of a signature (see :func:`llamabot.tools.schema_tool.schema_tool`
+        for ``options``: ``func``, ``afunc``, ``timeout``, ``retries``...)."""
+        from llamabot.tools.schema_tool import schema_tool
+
+        return schema_tool(name, description, parameters, **options)
 
     @property
     def is_terminal(self) -> bool:
@@ -69,7 +82,7 @@ class Tool:
         text (malformed, nested too deeply, numbers past Python's digit limit): nothing else escapes.
         """
         raw = arguments
-        if type(arguments) is str and arguments[:1] == "{":
+        if type(arguments) is str and arguments[:1] == "{" and self.schema_check is None:
             try:  # fast path: pydantic-core parses and validates the JSON object in one step
                 return dict(self.arguments.model_validate_json(arguments).__dict__)
             except ValidationError:
@@ -91,6 +104,11 @@ class Tool:
             raise ToolArgumentsError(
                 self.name, raw, [f"arguments must be a JSON object, got {type(arguments).__name__}"]
             )
+        if self.schema_check is not None:  # a schema-first tool: the JSON schema, as given, is the contract
+            problems = self.schema_check(arguments)
+            if problems:
+                raise ToolArgumentsError(self.name, raw, problems)
+            return dict(arguments)
         try:
             validated = self.arguments.model_validate(arguments)
         except ValidationError as exc:
