@@ -11,10 +11,39 @@ from llamabot.reasoning.anot import ANoTBot
 from llamabot.reasoning.aot import AoTBot, AsyncAoTBot
 from llamabot.reasoning.tot.graph import ToTBot
 from tests.reasoning.anot.helpers import ITEMS, three_phase_responder
-from tests.reasoning.aot.test_graph_run import WIDE
-from tests.reasoning.tot.test_driver import generic
+from tests.reasoning.tot.helpers import requested_count, requested_ids, schema_name
 
 from .helpers import Exported, parent_of
+
+#: Two layers of two atoms, then the final: (1, 2) -> (3, 4) -> 5.
+WIDE = {
+    "atoms": [
+        {"id": 1, "kind": "tool", "name": "add", "input": {"a": 1, "b": 2}, "dependsOn": []},
+        {"id": 2, "kind": "tool", "name": "add", "input": {"a": 3, "b": 4}, "dependsOn": []},
+        {
+            "id": 3,
+            "kind": "tool",
+            "name": "multiply",
+            "input": {"a": "<result_of_1>", "b": 2},
+            "dependsOn": [1],
+        },
+        {
+            "id": 4,
+            "kind": "tool",
+            "name": "multiply",
+            "input": {"a": "<result_of_2>", "b": 2},
+            "dependsOn": [2],
+        },
+        {"id": 5, "kind": "final", "name": "report", "dependsOn": [3, 4]},
+    ]
+}
+
+
+def generic(request):
+    """ToT: three thoughts per expansion, every one scored 0.6 except the second (0.9)."""
+    if schema_name(request) == "tot_thoughts":
+        return json_reply({"thoughts": [f"step{letter}" for letter in "ABC"[: requested_count(request)]]})
+    return json_reply({"scores": {i: 0.9 if i == "t2" else 0.6 for i in requested_ids(request)}})
 
 
 def test_obs_otel_010_aot_atoms_are_tool_executions_under_their_layer():
