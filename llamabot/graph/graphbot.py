@@ -191,3 +191,27 @@ class GraphBot:
 
     def _repr_markdown_(self) -> str:
         return self.to_mermaid()._repr_markdown_()
+
+    # -- closing: what the tools hold open --------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release what the bot's tools hold open: ``close()`` on every tool function that has one (the tools of
+        :func:`llamabot.tools.mcp.mcp_tools`: their server process stops). ``with Bot(...) as bot:`` (or
+        ``async with``) closes on exit."""
+        tools = getattr(self, "tools", None) or {}
+        for tool in tools.values() if isinstance(tools, dict) else tools:
+            close = getattr(getattr(tool, "func", None), "close", None)
+            if callable(close):
+                close()
+
+    def __enter__(self) -> GraphBot:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    async def __aenter__(self) -> GraphBot:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await asyncio.to_thread(self.close)
