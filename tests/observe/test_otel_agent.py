@@ -176,12 +176,13 @@ def test_obs_otel_060_contents_are_recorded_when_opted_in():
         "content"
     ] == QUESTION
     output = json.loads(first_chat.attributes["gen_ai.output.messages"])
+    first_id = SCRIPT[0].tool_calls[0].id
     assert output == [
         {
             "role": "assistant",
             "finish_reason": "tool_calls",
             "parts": [
-                {"type": "tool_call", "id": "call_1", "name": "multiply", "arguments": {"a": 6, "b": 7}}
+                {"type": "tool_call", "id": first_id, "name": "multiply", "arguments": {"a": 6, "b": 7}}
             ],
         }
     ]

@@ -160,7 +160,8 @@ def test_obs_otel_080_by_default_spans_go_to_the_global_provider_even_one_set_af
         for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
             os.environ.pop(name, None)
         from opentelemetry import trace
-                from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
         from llamabot import AgentBot, ScriptedModel
         from llamabot.models.scripted import tool_call
