@@ -85,6 +85,8 @@ async def test_agt_svc_020_stream_endpoint_emits_events_in_order():
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("application/x-ndjson")
     events = ndjson(response)
+    assert "".join(e["data"]["delta"] for e in events if e["kind"] == "token") == "42"  # the answer as written
+    events = [e for e in events if e["kind"] != "token"]
     assert [e["kind"] for e in events] == [
         "decision", "tool_started", "tool_finished",
         "decision", "tool_started", "tool_finished",
@@ -95,7 +97,7 @@ async def test_agt_svc_020_stream_endpoint_emits_events_in_order():
     assert events[1]["data"] == {"tool": "add", "arguments": {"a": 41.0, "b": 1.0}}
     assert events[2]["data"]["tool"] == "add" and events[2]["data"]["result"] == 42.0
     assert events[4]["data"]["tool"] == "respond_to_user"
-    assert events[-1]["data"] == {"result": "42"}
+    assert events[-1]["data"]["result"] == "42" and events[-1]["data"]["usage"]["requests"] == 2
 
 
 async def test_agt_svc_030_errors_become_http_500_with_message():
@@ -111,7 +113,8 @@ async def test_agt_svc_030_errors_become_http_500_with_message():
     assert response.json()["type"] == "RuntimeError"
     events = ndjson(streamed)
     assert [e["kind"] for e in events] == ["error"]
-    assert events[0]["data"] == {"error": "RuntimeError: the model server is down"}
+    assert events[0]["data"]["error"] == "RuntimeError: the model server is down"
+    assert events[0]["data"]["usage"]["requests"] == 0  # what the run spent before it failed
 
 
 @pytest.mark.parametrize("body", [{"question": ""}, {"question": "   "}, {}])

@@ -93,6 +93,9 @@ class AgentBot(GraphBot):
             node - (node.tool.loopback_name or DECIDE) >> self.decide_node
         self.decide_node - DECIDE >> self.decide_node
         self.set_graph(self.decide_node)
+        respond = self.tools.get(RESPOND)
+        if respond is not None and "response" in respond.parameters.get("properties", {}):
+            self.answer_arguments = {RESPOND: "response"}
         self.memory: list[Message] = []
 
     def __call__(self, query: str, globals_dict: dict[str, Any] | None = None, **options: Any) -> Any:

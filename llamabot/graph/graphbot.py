@@ -2,7 +2,8 @@
 
     bot(query)                          run synchronously (a notebook, a script)
     await bot.arun(query)               run on the event loop (a service); any number of concurrent runs
-    async for event in bot.astream(q)   run and yield RunEvents (decisions, tool calls, tokens, node steps...)
+    async for event in bot.astream(q)   run and yield RunEvents (decisions, tool calls, node steps, the model's
+                                        tokens and the final answer as it is written...)
     bot.last_trace                      the trace of the last run started (``.usage``: what it spent)
     bot.usage_limits = UsageLimits(...) stop runs before a request that would exceed them (or per run:
                                         ``bot(q, usage_limits=...)``)
@@ -17,8 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import Any
 
 from llamabot.graph.checkpoint import Checkpoint, CheckpointHook
@@ -37,6 +39,9 @@ class GraphBot:
 
     flow: Flow
     async_flow: AsyncFlow
+    #: Terminal tools whose argument holds the run's answer: ``astream`` decodes it as the model writes it and
+    #: yields it as ``token`` events with ``answer`` true (AgentBot: ``{"respond_to_user": "response"}``).
+    answer_arguments: Mapping[str, str] = MappingProxyType({})
 
     def __init__(self, *, hooks: Iterable[RunHooks] = (), usage_limits: UsageLimits | None = None):
         self.hooks: tuple[RunHooks, ...] = tuple(hooks)
@@ -124,7 +129,7 @@ class GraphBot:
         after which the exception is raised). Closing the iterator early cancels the run."""
         events: asyncio.Queue[RunEvent | None] = asyncio.Queue()
         trace = Trace()  # this run's own trace: its id is known even if the first step fails
-        hooks = (*options.pop("hooks", ()), EventHook(events.put_nowait))
+        hooks = (*options.pop("hooks", ()), EventHook(events.put_nowait, self.answer_arguments))
         task = asyncio.create_task(self.arun_with_trace(query, hooks=hooks, trace=trace, **options))
         task.add_done_callback(lambda _: events.put_nowait(None))
         try:

@@ -21,6 +21,7 @@ from llamabot.errors import LlamabotError, ModelCallError
 from llamabot.models.registry import LOCAL_MODELS, LOCAL_PREFIX
 from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
 from llamabot.models.seam import TokenCallback
+from llamabot.observe.hooks import ToolCallDelta
 
 _setup_lock = threading.Lock()
 _litellm: Any = None
@@ -168,11 +169,19 @@ def provider_errors(model: str) -> Iterator[None]:
 
 
 def _emit(chunk: Any, on_token: TokenCallback) -> None:
+    """Hand a stream chunk's text, and the pieces of the tool calls it continues, to ``on_token``."""
     choices = getattr(chunk, "choices", None) or []
     if choices:
-        text = getattr(choices[0].delta, "content", None)
+        delta = choices[0].delta
+        text = getattr(delta, "content", None)
         if text:
             on_token(text)
+        for call in getattr(delta, "tool_calls", None) or ():
+            function = getattr(call, "function", None)
+            arguments = getattr(function, "arguments", None) or ""
+            name = getattr(function, "name", None)
+            if arguments or name:
+                on_token(ToolCallDelta(getattr(call, "index", 0) or 0, name, arguments))
 
 
 def reply_from_litellm(response: Any, latency_s: float) -> ModelReply:

@@ -25,6 +25,7 @@ from llamabot.errors import ScriptedModelExhausted
 from llamabot.models.messages import check_tool_call_answers
 from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
 from llamabot.models.seam import TokenCallback
+from llamabot.observe.hooks import ToolCallDelta
 
 Responder = Callable[[ModelRequest], Any]
 ScriptItem = Union[ModelReply, str, BaseException, Responder, "Delayed"]
@@ -86,6 +87,23 @@ def _approx_tokens(messages: list[dict[str, Any]]) -> int:
     """About four characters per token over the message texts (cheap: the scripted model is used in
     benchmarks, where its own cost must stay negligible)."""
     return sum(len(m.get("content") or "") for m in messages) // 4 + 4 * len(messages)
+
+
+def _stream(reply: ModelReply, on_token: TokenCallback) -> None:
+    """Stream a reply as a provider would: its text word by word, then each tool call's arguments in pieces of a
+    few characters (the name with the first piece)."""
+    if reply.content:
+        words = reply.content.split(" ")
+        for index, word in enumerate(words):
+            on_token(word if index == len(words) - 1 else word + " ")
+    for index, call in enumerate(reply.tool_calls):
+        arguments = call.arguments
+        for start in range(0, max(len(arguments), 1), STREAM_PIECE):
+            on_token(ToolCallDelta(index, call.name if start == 0 else None, arguments[start:start + STREAM_PIECE]))
+
+
+#: Characters per streamed piece of a scripted tool call's arguments.
+STREAM_PIECE = 4
 
 
 class ScriptedModel:
@@ -183,10 +201,8 @@ class ScriptedModel:
         if usage.prompt_tokens == 0 and usage.completion_tokens == 0:
             completion = len(reply.content or "") + sum(len(c.arguments) + len(c.name) for c in reply.tool_calls)
             usage = Usage(_approx_tokens(request.messages) + 20 * len(request.tools or ()), completion // 4 + 1, 0.0)
-        if on_token is not None and reply.content:
-            words = reply.content.split(" ")
-            for index, word in enumerate(words):
-                on_token(word if index == len(words) - 1 else word + " ")
+        if on_token is not None:
+            _stream(reply, on_token)
         return ModelReply(reply.content, reply.tool_calls, usage, self.name, reply.finish_reason, delay)
 
     def complete(self, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:

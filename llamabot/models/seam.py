@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from llamabot.errors import ModelNotConfiguredError
 from llamabot.models.registry import (
@@ -24,9 +24,19 @@ from llamabot.models.registry import (
     parts_installed,
 )
 from llamabot.models.reply import ModelReply, ModelRequest
-from llamabot.observe.tracing import OpenSpan, close_span, emit_token, start_span, wants_tokens
+from llamabot.observe.hooks import ToolCallDelta
+from llamabot.observe.tracing import (
+    OpenSpan,
+    close_span,
+    emit_token,
+    emit_tool_call_delta,
+    start_span,
+    wants_tokens,
+)
 
-TokenCallback = Callable[[str], None]
+#: What a streaming model calls with each piece of its output: the text it writes (``str``) and, while it writes
+#: a tool call, :class:`ToolCallDelta` pieces. Callers of the seam receive text only.
+TokenCallback = Callable[[Any], None]
 
 
 @runtime_checkable
@@ -79,15 +89,20 @@ def model_family(model: str | ChatModel) -> str:
 
 
 def _streaming(on_token: TokenCallback | None) -> TokenCallback | None:
-    """The token callback for a call: the caller's, and the run's hooks when any of them listens to tokens."""
+    """The callback a model streams into: the caller's ``on_token`` (text only), and the run's hooks when any of
+    them listens (text to ``on_token``, pieces of tool calls to ``on_tool_call_delta``)."""
     if not wants_tokens():
-        return on_token
-    if on_token is None:
-        return emit_token
+        if on_token is None:
+            return None
+        return lambda piece: on_token(piece) if type(piece) is str else None
 
-    def both(piece: str) -> None:
-        on_token(piece)
-        emit_token(piece)
+    def both(piece: str | ToolCallDelta) -> None:
+        if type(piece) is str:
+            if on_token is not None:
+                on_token(piece)
+            emit_token(piece)
+        else:
+            emit_tool_call_delta(piece)
 
     return both
 

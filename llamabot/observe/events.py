@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from llamabot.observe.hooks import RunHooks
+from llamabot.observe.answer_stream import AnswerStreams
+from llamabot.observe.hooks import RunHooks, ToolCallDelta
 
 if TYPE_CHECKING:
     from llamabot.observe.tracing import Span
@@ -24,7 +25,9 @@ class RunEvent:
       node step (an AoT plan, an ANoT phase, a ToT step...);
     - ``tool_started``: ``tool``, ``arguments``;
     - ``tool_finished``: ``tool``, ``result`` or ``error``, ``duration_s``;
-    - ``token``: ``delta`` (a piece of streamed model output);
+    - ``token``: ``delta``, a piece of streamed model output: text the model writes (``answer`` false), or a piece
+      of the final answer decoded from the arguments of a terminal tool as the model writes them (``answer``
+      true: ``respond_to_user``'s ``response``; see ``GraphBot.answer_arguments``);
     - ``final_answer``: ``result``, ``usage`` (the run's requests, input/output tokens and cost, a dict);
     - ``error``: ``error`` (the run failed with this exception text), ``usage`` (what it spent until then).
     """
@@ -38,14 +41,16 @@ class EventHook(RunHooks):
     """Turn the lifecycle of one run into :class:`RunEvent`s passed to ``sink`` (e.g. a queue's ``put_nowait``).
 
     Only the steps of the outermost run it sees are reported (a bot called inside a tool runs silently), and
-    a failed run reports no ``final_answer`` (the caller reports the error).
+    a failed run reports no ``final_answer`` (the caller reports the error). ``answers`` maps terminal tools to
+    the argument holding their answer, whose text is reported piece by piece as ``token`` events.
     """
 
-    __slots__ = ("sink", "depth")
+    __slots__ = ("sink", "depth", "answers")
 
-    def __init__(self, sink: Callable[[RunEvent], None]):
+    def __init__(self, sink: Callable[[RunEvent], None], answers: Mapping[str, str] | None = None):
         self.sink = sink
         self.depth = 0
+        self.answers = AnswerStreams(answers) if answers else None
 
     def on_start(self, span: Span, state: Any) -> None:
         category = span.category
@@ -64,6 +69,10 @@ class EventHook(RunHooks):
                     "result": span.attributes.get("result"), "usage": usage.to_dict() if usage is not None else None}))
             return
         if self.depth != 1:
+            return
+        if span.category == "model_call":
+            if self.answers is not None:
+                self._answer(span, self.answers.finish(span.span_id))
             return
         attributes = span.attributes
         if span.category == "tool_call":
@@ -85,4 +94,12 @@ class EventHook(RunHooks):
 
     def on_token(self, span: Span, delta: str) -> None:
         if self.depth == 1:
-            self.sink(RunEvent("token", span.trace_id, {"delta": delta}))
+            self.sink(RunEvent("token", span.trace_id, {"delta": delta, "answer": False}))
+
+    def on_tool_call_delta(self, span: Span, delta: ToolCallDelta) -> None:
+        if self.depth == 1 and self.answers is not None:
+            self._answer(span, self.answers.feed(span.span_id, delta))
+
+    def _answer(self, span: Span, text: str) -> None:
+        if text:
+            self.sink(RunEvent("token", span.trace_id, {"delta": text, "answer": True}))

@@ -3,7 +3,7 @@
 Every run is a tree of spans (see :mod:`llamabot.observe.tracing`), and every span belongs to one of four
 categories: ``run``, ``node`` (a graph node step: a decision, a plan, a phase, a ToT step...), ``model_call``
 and ``tool_call``. A hook is told when each starts and ends, and receives the text deltas of streamed model
-output. The trace, ``astream`` events, the CLI's live views, ANoT's debug lines and ToT's step callbacks are all
+output (and the pieces of tool calls being written). The trace, ``astream`` events, the CLI's live views, ANoT's debug lines and ToT's step callbacks are all
 hooks; checkpoints and OpenTelemetry export are meant to be hooks too.
 
 Hooks run synchronously in the run's own task or thread, so they must be quick (queue work elsewhere if it is
@@ -12,6 +12,7 @@ slow). A hook that raises fails the run: hooks are part of the program, not best
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -19,6 +20,22 @@ if TYPE_CHECKING:
 
 #: The span categories a hook is told about.
 CATEGORIES = ("run", "node", "model_call", "tool_call")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A piece of a tool call as a streaming model writes it.
+
+    ``index``: which call of the reply (0 for the first); ``name``: the tool, when this piece names it (providers
+    send it with the first piece of a call only); ``text``: the next characters of the call's arguments (JSON
+    text). ``document=True``: ``text`` continues the whole call written as one JSON document,
+    ``{"name": ..., "arguments": {...}}`` (how the embedded model writes a call), not its arguments alone.
+    """
+
+    index: int
+    name: str | None
+    text: str
+    document: bool = False
 
 
 class RunHooks:
@@ -38,7 +55,10 @@ class RunHooks:
         getattr(self, _END[span.category])(span, state)
 
     def on_token(self, span: Span, delta: str) -> None:
-        """A piece of streamed model output (``span`` is the model call)."""
+        """A piece of streamed model output text (``span`` is the model call)."""
+
+    def on_tool_call_delta(self, span: Span, delta: ToolCallDelta) -> None:
+        """A piece of a tool call a streaming model is writing (``span`` is the model call)."""
 
     def on_run_start(self, span: Span, state: Any) -> None:
         """A run started (a bot was called, or a run nested in a tool)."""
@@ -72,7 +92,10 @@ _END = {c: f"on_{c}_end" for c in CATEGORIES}
 class CallbackHook(RunHooks):
     """A hook from plain callables: ``CallbackHook(on_end=lambda span, state: ...)``."""
 
-    def __init__(self, on_start: Any = None, on_end: Any = None, on_token: Any = None):
+    def __init__(self, on_start: Any = None, on_end: Any = None, on_token: Any = None,
+                 on_tool_call_delta: Any = None):
+        if on_tool_call_delta is not None:
+            self.on_tool_call_delta = on_tool_call_delta  # type: ignore[method-assign]
         if on_start is not None:
             self.on_start = on_start  # type: ignore[method-assign]
         if on_end is not None:

@@ -243,14 +243,30 @@ def emit_token(delta: str) -> None:
         hook.on_token(current, delta)
 
 
+def emit_tool_call_delta(delta: Any) -> None:
+    """Tell the active run's hooks about a piece of a tool call being streamed (a no-op outside a run)."""
+    active = _CURRENT.get()
+    if active is None:
+        return
+    context, current = active
+    for hook in context.hooks:
+        hook.on_tool_call_delta(current, delta)
+
+
 def wants_tokens() -> bool:
-    """Whether any hook of the active run listens to token deltas (so models stream only when useful)."""
+    """Whether any hook of the active run listens to token or tool-call deltas (so models stream only when
+    useful)."""
     active = _CURRENT.get()
     return active is not None and active[0].tokens
 
 
 def _listens_to_tokens(hooks: tuple[RunHooks, ...]) -> bool:
-    return any(type(h).on_token is not RunHooks.on_token or "on_token" in getattr(h, "__dict__", ()) for h in hooks)
+    """Whether a hook overrides ``on_token`` or ``on_tool_call_delta`` (then models stream)."""
+    return any(_overrides(h, "on_token") or _overrides(h, "on_tool_call_delta") for h in hooks)
+
+
+def _overrides(hook: RunHooks, name: str) -> bool:
+    return getattr(type(hook), name) is not getattr(RunHooks, name) or name in getattr(hook, "__dict__", ())
 
 
 def _log_start(name: str, trace_id: str) -> bool:

@@ -69,6 +69,8 @@ async def test_agt_obs_020_astream_yields_run_events_in_order():
     model = ScriptedModel([tool_call("add", a=1, b=2), tool_call("respond_to_user", response="3")])
     bot = AsyncAgentBot(tools=[add], model_name=model)
     events = [e async for e in bot.astream("1+2")]
+    assert "".join(e.data["delta"] for e in events if e.kind == "token") == "3"  # the answer as it was written
+    events = [e for e in events if e.kind != "token"]
     assert [e.kind for e in events] == [
         "decision", "tool_started", "tool_finished", "decision", "tool_started", "tool_finished", "final_answer",
     ]
