@@ -11,6 +11,12 @@
   latency, over raw ``litellm.acompletion`` making the same calls (1,000 concurrent chains of 3) in this run.
   Also prints the raw LiteLLM cost per call with and without zero-cost model registration.
 - ``reuse_ratio``: per-step time of call 200 on one reused AgentBot over its first call's.
+- ``otel_ratio``: ``step_us`` with every run exported to OpenTelemetry (``llamabot.observe.otel.instrument`` with
+  the SDK, a ``SimpleSpanProcessor`` and the in-memory exporter: each span converted and exported as it ends,
+  on the run's thread) over the same without export, measured side by side. ``otel_noop_ratio``: the same with
+  the OpenTelemetry API's no-op provider (the hook's own mapping cost, no SDK). ``otel_off_ratio``: ``step_us``
+  after ``instrument()`` then ``uninstrument()`` over ``step_us`` before ``instrument`` was ever called (off
+  costs nothing: the two must agree within noise).
 
     python benchmarks/agent_overhead.py [--quick]
 
@@ -193,6 +199,35 @@ def bench_reuse(calls: int, window: int = 21) -> float:
     return statistics.median(late) / statistics.median(first)
 
 
+def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float]:
+    """``bench_step_us`` (framework µs per step) side by side: (before any ``instrument()``, exporting with the
+    SDK to memory, exporting to the API's no-op provider, after ``uninstrument()``); medians over ``rounds``.
+    Must run before anything else in the process calls ``instrument()``."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import NoOpTracerProvider
+
+    from llamabot.observe import otel
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    bench_step_us(max(runs // 10, 5))  # warm-up
+    never = bench_step_us(runs)[0]
+    exporting, noop, off = [], [], []
+    for _ in range(rounds):
+        otel.instrument(provider)
+        exporting.append(bench_step_us(runs)[0])
+        assert exporter.get_finished_spans(), "nothing was exported"
+        exporter.clear()
+        otel.instrument(NoOpTracerProvider())
+        noop.append(bench_step_us(runs)[0])
+        otel.uninstrument()
+        off.append(bench_step_us(runs)[0])
+    return never, statistics.median(exporting), statistics.median(noop), statistics.median(off)
+
+
 def quick_mode(flag: bool) -> bool:
     """``--quick`` or ``LLAMABOT_BENCH_QUICK=1`` (also true/yes/on)."""
     return flag or os.environ.get("LLAMABOT_BENCH_QUICK", "").strip().lower() in ("1", "true", "yes", "on")
@@ -210,6 +245,7 @@ def main() -> None:
     concurrent_repeats = 1 if quick else 3
     litellm_calls = 30 if quick else 300
     reuse_calls, reuse_window = (40, 5) if quick else (200, 21)
+    otel_runs, otel_rounds = (50, 1) if quick else (500, 3)
     if quick:
         print("quick mode: far fewer repetitions, noisier figures")
 
@@ -243,10 +279,19 @@ def main() -> None:
     reuse_ratio = bench_reuse(reuse_calls, reuse_window)
     print(f"reused bot: per-step time at call {reuse_calls} / first calls -> ratio {reuse_ratio:.2f}")
 
+    otel_never_us, otel_on_us, otel_noop_us, otel_off_us = bench_otel(otel_runs, otel_rounds)
+    otel_ratio = otel_on_us / statistics.median([otel_never_us, otel_off_us])
+    otel_noop_ratio = otel_noop_us / statistics.median([otel_never_us, otel_off_us])
+    otel_off_ratio = otel_off_us / otel_never_us
+    print(f"OpenTelemetry per step: {otel_never_us:.1f} µs never instrumented, {otel_on_us:.1f} µs exporting (SDK, "
+          f"in-memory) -> ratio {otel_ratio:.2f}; {otel_noop_us:.1f} µs to the no-op provider -> ratio "
+          f"{otel_noop_ratio:.2f}; {otel_off_us:.1f} µs after uninstrument -> off ratio {otel_off_ratio:.3f}")
+
     print(
         f"RESULT step_us={step_us:.1f} pocketflow_node_us={node_us:.2f} step_vs_pocketflow={step_vs_pocketflow:.1f} "
         f"concurrent_ratio={concurrent_ratio:.3f} litellm_ratio={litellm_ratio:.3f} reuse_ratio={reuse_ratio:.3f} "
-        f"litellm_call_ms={plain_ms:.2f} litellm_zero_cost_call_ms={zero_ms:.2f} quick={int(quick)}"
+        f"litellm_call_ms={plain_ms:.2f} litellm_zero_cost_call_ms={zero_ms:.2f} otel_ratio={otel_ratio:.3f} "
+        f"otel_noop_ratio={otel_noop_ratio:.3f} otel_off_ratio={otel_off_ratio:.3f} quick={int(quick)}"
     )
 
 
