@@ -135,17 +135,28 @@ def agent(
     tool_specs: list[str] = typer.Option(
         [], "--tool", "-t", help="A tool as module:function (repeatable). Default: the calculator toolkit."
     ),
+    mcp_servers: list[str] = typer.Option(
+        [], "--mcp", help='The tools of an MCP server: a command run over stdio ("python server.py") or an '
+        "http(s):// URL (repeatable; stopped when the command ends)."
+    ),
     max_iterations: int = typer.Option(8, help="Model decisions before the agent must answer."),
     show_trace: bool = typer.Option(False, "--trace", help="Show the run's trace as a tree."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not show the steps as they happen (stderr)."),
 ) -> None:
     """Answer a question with the reference agent graph (tools + the embedded model by default); each decision
     and tool call is shown on stderr as it happens."""
+    from contextlib import ExitStack
+
     from llamabot.agents.agentbot import AgentBot
     from llamabot.errors import LlamabotError
 
-    tools = load_cli_tools(tool_specs or ["llamabot.toolkits.calculator:CALCULATOR_TOOLS"])
+    tools = load_cli_tools(tool_specs or ([] if mcp_servers else ["llamabot.toolkits.calculator:CALCULATOR_TOOLS"]))
+    servers = ExitStack()
     try:
+        if mcp_servers:
+            from llamabot.tools.mcp import mcp_tools
+
+            tools += [t for server in mcp_servers for t in servers.enter_context(mcp_tools(server))]
         bot = AgentBot(tools=tools, model_name=model, max_iterations=max_iterations,
                        hooks=() if quiet else (step_printer(),))
         answer = bot(question)
@@ -154,6 +165,8 @@ def agent(
         if show_trace and "bot" in locals() and bot.last_trace is not None:
             console.print(trace_tree(bot.last_trace))
         raise typer.Exit(1) from exc
+    finally:
+        servers.close()
     if show_trace:
         console.print(trace_tree(bot.last_trace))
     console.print(str(answer), markup=False, highlight=False)

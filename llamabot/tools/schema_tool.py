@@ -142,8 +142,14 @@ def _arguments_model(name: str, parameters: dict[str, Any]) -> type[BaseModel]:
     required = set(parameters.get("required") or ())
     fields: dict[str, Any] = {prop: (Any, ... if prop in required else None) for prop in properties}
     try:
-        return create_model(f"{name}Arguments", __config__=ConfigDict(extra="allow"), **fields)
-    except (NameError, TypeError, ValueError) as exc:  # e.g. a property pydantic keeps private ("_x")
+        model = create_model(f"{name}Arguments", __config__=ConfigDict(extra="allow"), **fields)
+    except (NameError, TypeError, ValueError) as exc:
         raise ToolDefinitionError(
             f"tool {name!r}: cannot list the schema's properties {sorted(properties)}: {exc}"
         ) from exc
+    dropped = sorted(set(properties) - set(model.model_fields))  # pydantic keeps "_x" names private
+    if dropped:
+        raise ToolDefinitionError(
+            f"tool {name!r}: cannot list the schema's properties {dropped} (a name may not start with '_')"
+        )
+    return model

@@ -40,8 +40,19 @@ class _Session:
     """What the serving task and the callers share (never the connection itself, so that it can be collected)."""
 
     closing: asyncio.Event = field(default_factory=asyncio.Event)
+    done: threading.Event = field(
+        default_factory=threading.Event
+    )  # the serving task is over (server stopped)
+    task: asyncio.Task[None] | None = None
     client: Any = None
     ended: str | None = None  # why the session is over, once it is
+
+    def stop(self) -> None:
+        """On the loop: end the session; a session still opening is cancelled (the transport still stops the
+        process it started)."""
+        self.closing.set()
+        if self.client is None and self.task is not None:
+            self.task.cancel()
 
 
 class MCPConnection:
@@ -60,8 +71,8 @@ class MCPConnection:
         )
         self._thread.start()
         opened: futures.Future[list[Any]] = futures.Future()
-        served = asyncio.run_coroutine_threadsafe(_serve(spec, self._session, opened), self._loop)
-        self._finalizer = weakref.finalize(self, _shut_down, self._loop, self._thread, self._session, served)
+        asyncio.run_coroutine_threadsafe(_serve(spec, self._session, opened), self._loop)
+        self._finalizer = weakref.finalize(self, _shut_down, self._loop, self._thread, self._session)
         try:
             self.listing: list[Any] = opened.result(timeout=connect_timeout)
         except futures.TimeoutError:
@@ -104,7 +115,10 @@ async def _serve(spec: MCPServerSpec, session: _Session, opened: futures.Future[
     """Open the session, list the tools into ``opened``, hold the session open until ``session.closing``."""
     from mcp import Client
 
+    session.task = asyncio.current_task()
     try:
+        if session.closing.is_set():  # closed before it began
+            raise asyncio.CancelledError
         async with Client(spec.transport()) as client:
             listing = await _list_tools(client)
             session.client = client
@@ -118,6 +132,8 @@ async def _serve(spec: MCPServerSpec, session: _Session, opened: futures.Future[
         if not opened.done():
             opened.set_exception(MCPServerError(spec.label, f"could not start a session: {_describe(exc)}"))
         log_debug("MCP server {} session ended: {!r}", spec.label, exc)
+    finally:
+        session.done.set()
 
 
 async def _list_tools(client: Any) -> list[Any]:
@@ -166,22 +182,18 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def _shut_down(
-    loop: asyncio.AbstractEventLoop, thread: threading.Thread, session: _Session, served: futures.Future[None]
-) -> None:
+def _shut_down(loop: asyncio.AbstractEventLoop, thread: threading.Thread, session: _Session) -> None:
     """End the session (the transport stops the server), then the loop and its thread."""
     if loop.is_closed():
         return
     try:
-        loop.call_soon_threadsafe(session.closing.set)
+        loop.call_soon_threadsafe(session.stop)
     except RuntimeError:  # the loop is closing
         return
     if threading.current_thread() is thread:  # collected on the loop itself: the serving task ends on its own
         return
-    try:
-        served.result(timeout=CLOSE_TIMEOUT)
-    except Exception as exc:  # noqa: BLE001 - closing goes on whatever the session did
-        log_debug("closing an MCP session: {!r}", exc)
+    if not session.done.wait(CLOSE_TIMEOUT):
+        log_debug("MCP session did not end within {} s", CLOSE_TIMEOUT)
     loop.call_soon_threadsafe(loop.stop)
     thread.join(CLOSE_TIMEOUT)
     if not loop.is_running():
