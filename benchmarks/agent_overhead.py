@@ -11,12 +11,13 @@
   latency, over raw ``litellm.acompletion`` making the same calls (1,000 concurrent chains of 3) in this run.
   Also prints the raw LiteLLM cost per call with and without zero-cost model registration.
 - ``reuse_ratio``: per-step time of call 200 on one reused AgentBot over its first call's.
-- ``otel_ratio``: ``step_us`` with every run exported to OpenTelemetry (``llamabot.observe.otel.instrument`` with
-  the SDK, a ``SimpleSpanProcessor`` and the in-memory exporter: each span converted and exported as it ends,
-  on the run's thread) over the same without export, measured side by side. ``otel_noop_ratio``: the same with
-  the OpenTelemetry API's no-op provider (the hook's own mapping cost, no SDK). ``otel_off_ratio``: ``step_us``
-  after ``instrument()`` then ``uninstrument()`` over ``step_us`` before ``instrument`` was ever called (off
-  costs nothing: the two must agree within noise).
+- ``otel_ratio``: CPU time per decision step with every run exported to OpenTelemetry
+  (``llamabot.observe.otel.instrument`` with the SDK, a ``SimpleSpanProcessor`` and the in-memory exporter: each
+  span converted and exported as it ends, on the run's thread) over the same without export, side by side.
+  ``otel_noop_ratio``: the same with the OpenTelemetry API's no-op provider (the hook's own mapping cost, no
+  SDK). ``otel_off_ratio``: after ``instrument()`` then ``uninstrument()`` over before ``instrument`` was ever
+  called (off costs nothing: the two agree within noise). CPU time (``process_time``), so other processes on a
+  shared machine do not move these ratios.
 
     python benchmarks/agent_overhead.py [--quick]
 
@@ -48,6 +49,8 @@ SCRIPT = [
     tool_call("respond_to_user", response="35"),
 ]
 STEPS_PER_RUN = len(SCRIPT)
+#: Spans a run exports per decision step: each step's decision, model call and tool call, plus the run's own.
+OTEL_SPANS_PER_STEP = (1 + 3 * STEPS_PER_RUN) / STEPS_PER_RUN
 
 
 def scripted_reply(request: ModelRequest) -> ModelReply:
@@ -199,10 +202,38 @@ def bench_reuse(calls: int, window: int = 21) -> float:
     return statistics.median(late) / statistics.median(first)
 
 
-def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float]:
-    """``bench_step_us`` (framework µs per step) side by side: (before any ``instrument()``, exporting with the
-    SDK to memory, exporting to the API's no-op provider, after ``uninstrument()``); medians over ``rounds``.
-    Must run before anything else in the process calls ``instrument()``."""
+def otel_step_us(runs: int) -> float:
+    """CPU µs per decision step of ``runs`` agent runs on one bot (scripted model, gc off). CPU time of this
+    process (``time.process_time``), so the load of other processes on a shared machine does not count."""
+    bot = AgentBot(tools=CALCULATOR_TOOLS, model_name=ScriptedModel(responder=scripted_reply, record=False, strict=False))
+    gc.disable()
+    t0 = time.process_time()
+    for _ in range(runs):
+        bot.reset()
+        bot("What is (2 + 3) * 7?")
+    elapsed = time.process_time() - t0
+    gc.enable()
+    return elapsed / (runs * STEPS_PER_RUN) * 1e6
+
+
+def sdk_span_us(provider: Any, spans: int) -> float:
+    """CPU µs of one bare OpenTelemetry SDK span (start and end, no attributes) on ``provider``: the floor an
+    exported span costs whatever maps it."""
+    tracer = provider.get_tracer("bench")
+    gc.disable()
+    t0 = time.process_time()
+    for _ in range(spans):
+        tracer.start_span("span").end()
+    elapsed = time.process_time() - t0
+    gc.enable()
+    return elapsed / spans * 1e6
+
+
+def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float, float]:
+    """``otel_step_us`` side by side, the least disturbed (smallest) of ``rounds`` samples each: (before any
+    ``instrument()``, exporting with the SDK to memory, exporting to the API's no-op provider, after
+    ``uninstrument()``, one bare SDK span). The middle three alternate within each round. Must run before
+    anything else in the process calls ``instrument()``."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -213,19 +244,23 @@ def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    bench_step_us(max(runs // 10, 5))  # warm-up
-    never = bench_step_us(runs)[0]
+    otel_step_us(max(runs // 5, 5))  # warm-up
+    never = [otel_step_us(runs) for _ in range(rounds)]
     exporting, noop, off = [], [], []
     for _ in range(rounds):
         otel.instrument(provider)
-        exporting.append(bench_step_us(runs)[0])
-        assert exporter.get_finished_spans(), "nothing was exported"
+        exporting.append(otel_step_us(runs))
+        assert len(exporter.get_finished_spans()) == round(runs * STEPS_PER_RUN * OTEL_SPANS_PER_STEP), "spans lost"
         exporter.clear()
         otel.instrument(NoOpTracerProvider())
-        noop.append(bench_step_us(runs)[0])
+        noop.append(otel_step_us(runs))
         otel.uninstrument()
-        off.append(bench_step_us(runs)[0])
-    return never, statistics.median(exporting), statistics.median(noop), statistics.median(off)
+        off.append(otel_step_us(runs))
+    bare = []
+    for _ in range(rounds):
+        bare.append(sdk_span_us(provider, runs * 10))
+        exporter.clear()
+    return min(never), min(exporting), min(noop), min(off), min(bare)
 
 
 def quick_mode(flag: bool) -> bool:
@@ -245,7 +280,7 @@ def main() -> None:
     concurrent_repeats = 1 if quick else 3
     litellm_calls = 30 if quick else 300
     reuse_calls, reuse_window = (40, 5) if quick else (200, 21)
-    otel_runs, otel_rounds = (50, 1) if quick else (500, 3)
+    otel_runs, otel_rounds = (50, 3) if quick else (300, 7)
     if quick:
         print("quick mode: far fewer repetitions, noisier figures")
 
@@ -279,19 +314,21 @@ def main() -> None:
     reuse_ratio = bench_reuse(reuse_calls, reuse_window)
     print(f"reused bot: per-step time at call {reuse_calls} / first calls -> ratio {reuse_ratio:.2f}")
 
-    otel_never_us, otel_on_us, otel_noop_us, otel_off_us = bench_otel(otel_runs, otel_rounds)
+    otel_never_us, otel_on_us, otel_noop_us, otel_off_us, otel_sdk_span_us = bench_otel(otel_runs, otel_rounds)
     otel_ratio = otel_on_us / statistics.median([otel_never_us, otel_off_us])
     otel_noop_ratio = otel_noop_us / statistics.median([otel_never_us, otel_off_us])
     otel_off_ratio = otel_off_us / otel_never_us
-    print(f"OpenTelemetry per step: {otel_never_us:.1f} µs never instrumented, {otel_on_us:.1f} µs exporting (SDK, "
+    print(f"OpenTelemetry, CPU per step: {otel_never_us:.1f} µs never instrumented, {otel_on_us:.1f} µs exporting (SDK, "
           f"in-memory) -> ratio {otel_ratio:.2f}; {otel_noop_us:.1f} µs to the no-op provider -> ratio "
-          f"{otel_noop_ratio:.2f}; {otel_off_us:.1f} µs after uninstrument -> off ratio {otel_off_ratio:.3f}")
+          f"{otel_noop_ratio:.2f}; {otel_off_us:.1f} µs after uninstrument -> off ratio {otel_off_ratio:.3f}; "
+          f"a bare SDK span costs {otel_sdk_span_us:.1f} µs ({OTEL_SPANS_PER_STEP:.2f} spans per step)")
 
     print(
         f"RESULT step_us={step_us:.1f} pocketflow_node_us={node_us:.2f} step_vs_pocketflow={step_vs_pocketflow:.1f} "
         f"concurrent_ratio={concurrent_ratio:.3f} litellm_ratio={litellm_ratio:.3f} reuse_ratio={reuse_ratio:.3f} "
         f"litellm_call_ms={plain_ms:.2f} litellm_zero_cost_call_ms={zero_ms:.2f} otel_ratio={otel_ratio:.3f} "
-        f"otel_noop_ratio={otel_noop_ratio:.3f} otel_off_ratio={otel_off_ratio:.3f} quick={int(quick)}"
+        f"otel_noop_ratio={otel_noop_ratio:.3f} otel_off_ratio={otel_off_ratio:.3f} "
+        f"otel_sdk_span_us={otel_sdk_span_us:.1f} quick={int(quick)}"
     )
 
 
