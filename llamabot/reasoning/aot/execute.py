@@ -141,12 +141,21 @@ def _jsonable_record(record: AtomRecord) -> dict[str, Any]:
     }
 
 
-class AtomExecutionError(LlamabotError, RuntimeError):
-    """An atom failed. ``record`` holds everything computed before (and the compensations run)."""
+def _failure_text(atom: Atom, inputs: Any, cause: str) -> str:
+    return f"atom {atom.id} ({atom.kind} {atom.name!r}) failed with inputs {inputs!r}: {cause}"
 
-    def __init__(self, atom: Atom, inputs: Any, cause: str, record: ExecutionRecord):
+
+class AtomExecutionError(LlamabotError, RuntimeError):
+    """An atom failed. ``record`` holds everything computed before (and the compensations run). ``earlier``:
+    the failures of the plans tried before this one (the bot re-plans after a failure, see ``AoTBot``)."""
+
+    def __init__(self, atom: Atom, inputs: Any, cause: str, record: ExecutionRecord, earlier: tuple[str, ...] = ()):
         self.atom, self.inputs, self.cause, self.record = atom, inputs, cause, record
-        super().__init__(f"atom {atom.id} ({atom.kind} {atom.name!r}) failed with inputs {inputs!r}: {cause}")
+        self.earlier = tuple(earlier)
+        message = _failure_text(atom, inputs, cause)
+        if self.earlier:
+            message += f" (plan {len(self.earlier) + 1}; the earlier plans failed too: {'; '.join(self.earlier)})"
+        super().__init__(message)
 
 
 def execution_layers(plan: Plan) -> list[list[Atom]]:
@@ -476,11 +485,20 @@ def apply_compensations(record: ExecutionRecord, calls: list[CompensationCall], 
         atom_record.compensation = f"{call.compensator}: " + ("ok" if error is None else f"failed: {error}")
 
 
-def execution_error(record: ExecutionRecord) -> AtomExecutionError:
-    """The error a failed execution raises: the failing atom, its inputs, the cause, the (partial) record."""
+def execution_error(record: ExecutionRecord, earlier: tuple[str, ...] = ()) -> AtomExecutionError:
+    """The error a failed execution raises: the failing atom, its inputs, the cause, the (partial) record, and
+    the failures of earlier plans (``earlier``)."""
     atom = record.plan.atom(record.failed_atom)  # type: ignore[arg-type]
     atom_record = record.atoms[atom.id]
-    return AtomExecutionError(atom, atom_record.inputs, atom_record.error or "failed", record)
+    return AtomExecutionError(atom, atom_record.inputs, atom_record.error or "failed", record, earlier)
+
+
+def failure_summary(record: ExecutionRecord) -> str:
+    """One line on a failed execution, for the planner and the error of the last plan: the atom, its tool, its
+    inputs and the cause (``atom 3 (tool 'divide') failed with inputs {'a': 4, 'b': 0}: division by zero``)."""
+    atom = record.plan.atom(record.failed_atom)  # type: ignore[arg-type]
+    atom_record = record.atoms[atom.id]
+    return _failure_text(atom, atom_record.inputs, atom_record.error or "failed")
 
 
 def finish(record: ExecutionRecord) -> ExecutionRecord:
@@ -548,7 +566,7 @@ async def aexecute_plan(
             try:
                 done = await arun_layer(config, record, index, threads, finished)
             except asyncio.CancelledError as cancelled:
-                await _compensate_cancelled(config, record, finished, time.perf_counter() - started)
+                await compensate_cancelled(config, record, finished, time.perf_counter() - started)
                 cancelled.record = record  # type: ignore[attr-defined]
                 raise
             if not apply_layer(record, done, time.perf_counter() - started):
@@ -568,8 +586,8 @@ async def aexecute_plan(
 CANCELLED = "cancelled"
 
 
-async def _compensate_cancelled(config: AtomTools, record: ExecutionRecord, finished: list[AtomRecord],
-                                duration_s: float) -> None:
+async def compensate_cancelled(config: AtomTools, record: ExecutionRecord, finished: list[AtomRecord],
+                               duration_s: float) -> None:
     """After a cancellation: record the atoms of the interrupted layer that finished, mark the execution failed
     (``error = "cancelled"``), and compensate every completed atom, newest first. The compensations run shielded
     from a second cancellation, so a cancelled execution never leaves completed effects silently in place."""

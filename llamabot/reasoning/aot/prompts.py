@@ -67,3 +67,6 @@ def planner_prompt(tools: dict[str, Tool], decisions: dict[str, Tool]) -> str:
         decisions=decision_lines,
         example=json.dumps(EXAMPLE_PLAN),
     )
+
+EXECUTION_FAILED_MESSAGE = """Running that plan failed: {failure}
+Write the whole plan again so that every atom can run. Do not compute anything yourself."""

@@ -51,7 +51,8 @@ class Recorder(RunHooks):
             self.boundaries.append((span.name, span.attributes.get("action"), sorted(state)))
 
 
-STATE_KEYS = sorted(["memory", "plan", "notes", "plan_errors", "parse_failures", "record", "layer"])
+STATE_KEYS = sorted(["memory", "plan", "notes", "plan_errors", "parse_failures", "execution_failures", "record", "layer",
+                     "samples", "vote"])
 
 
 @pytest.mark.parametrize("path", ["sync", "async"])
@@ -93,7 +94,8 @@ def test_aot_run_010_the_state_round_trips_on_the_failure_path_too():
         {"id": 4, "kind": "final", "name": "report", "dependsOn": [3]},
     ]}
     recorder = Recorder()
-    bot = AoTBot([book, pay], ScriptedModel([json_reply(plan)]), compensations={"book": cancel}, hooks=[recorder])
+    bot = AoTBot([book, pay], ScriptedModel([json_reply(plan)]), compensations={"book": cancel}, hooks=[recorder],
+                 max_execution_replans=0)
     with pytest.raises(AtomExecutionError, match="card declined") as info:
         bot("q")
     assert [(n, a) for n, a, _ in recorder.boundaries] == [

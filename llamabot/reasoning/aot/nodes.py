@@ -1,0 +1,345 @@
+"""The nodes of the AoT graph (all :class:`DualNode`s: ``prep``/``post`` once, ``exec`` twins); the graph they
+form is drawn in :mod:`llamabot.reasoning.aot.graph`.
+
+- :class:`PlanNode`: the decision: one model call for a plan (schema-constrained JSON), parsed and validated.
+- :class:`LayerNode`: one execution layer per visit; a cancelled async layer compensates what completed.
+- :class:`ReportNode`: the final atom's answer. :class:`VoteNode`: the majority answer of the samples.
+- :class:`CompensateNode`: after a failed layer, undo completed atoms, then re-plan with the failure or give up.
+
+Nodes keep no per-run state (see :mod:`llamabot.reasoning.aot.samples` for the keys of the shared dict).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from loguru import logger
+from pydantic import ValidationError
+
+from llamabot.graph.flow import DualNode
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
+from llamabot.models.messages import Message, assistant, system, user
+from llamabot.models.reply import ModelRequest
+from llamabot.models.seam import ChatModel
+from llamabot.observe.tracing import current_run, current_span
+from llamabot.reasoning.aot.execute import (
+    AtomRecord,
+    AtomTools,
+    CompensationCall,
+    ExecutionRecord,
+    apply_compensations,
+    apply_layer,
+    arun_compensations,
+    arun_layer,
+    compensate_cancelled,
+    compensation_calls,
+    execution_error,
+    failure_summary,
+    finish,
+    layer_atoms,
+    new_record,
+    next_layer,
+    run_compensations,
+    run_layer,
+)
+from llamabot.reasoning.aot.plan import Plan
+from llamabot.reasoning.aot.prompts import EXECUTION_FAILED_MESSAGE, REPLAN_MESSAGE, planner_prompt
+from llamabot.reasoning.aot.samples import sample_failed, sample_finished, vote
+from llamabot.reasoning.aot.schema import plan_response_format
+from llamabot.reasoning.aot.validate import PlanIssue, PlanValidationError, validate_plan
+from llamabot.tools.tool import Tool
+
+
+@dataclass(slots=True)
+class PlanInput:
+    messages: list[Message]
+    attempt: int  # 1 for the first plan, 2 for the first re-plan...
+
+
+class PlanNode(DualNode):
+    """The decision-kind node of AoT: ask the model for a plan (structured output: schema-constrained JSON),
+    parse and validate it. Its steps are ``decision`` spans named ``plan`` (attributes ``iteration``: the
+    attempt, ``calls``: the atoms a valid plan will run as ``"id:name"``, ``errors``: a rejected plan's
+    problems), so ``astream`` reports them as ``decision`` events. A valid plan starts the execution state.
+    After ``max_replans`` rejected plans the sample gives up: :class:`PlanValidationError` (or, with
+    ``samples > 1``, the next sample; see :mod:`~llamabot.reasoning.aot.samples`)."""
+
+    name = "plan"
+    span_kind = "decision"
+
+    def __init__(
+        self,
+        model: ChatModel,
+        tools: dict[str, Tool],
+        decisions: dict[str, Tool],
+        *,
+        max_replans: int,
+        completion_kwargs: dict[str, Any],
+        samples: int = 1,
+    ):
+        super().__init__()
+        self.model, self.tools, self.decisions = model, tools, decisions
+        self.max_replans = max_replans
+        self.samples = samples
+        self.system = system(planner_prompt(tools, decisions))
+        self.response_format = plan_response_format(tools, decisions)
+        self.completion_kwargs = completion_kwargs
+
+    def prep(self, shared: dict[str, Any]) -> PlanInput:
+        return PlanInput(
+            [self.system, *shared["memory"]],
+            len(shared["plan_errors"]) + len(shared["execution_failures"]) + 1,
+        )
+
+    def span_attributes(self, inp: PlanInput) -> dict[str, Any]:
+        return {"iteration": inp.attempt}
+
+    def _exchange(
+        self, inp: PlanInput
+    ) -> Exchange[tuple[str | None, Plan | None, list[str], list[PlanIssue]]]:
+        reply = yield ModelRequest(
+            self.model.name, inp.messages, response_format=self.response_format, params=self.completion_kwargs
+        )
+        raw = reply.content
+        try:
+            plan = Plan.model_validate_json(raw or "")
+        except ValidationError as exc:
+            problems = [
+                f"{'.'.join(str(p) for p in e['loc']) or 'plan'}: {e['msg']}"
+                for e in exc.errors(include_url=False)
+            ]
+            return raw, None, [], [PlanIssue(None, "malformed", "; ".join(problems[:5]))]
+        try:
+            plan, notes = validate_plan(plan, self.tools, self.decisions)
+        except PlanValidationError as exc:
+            return raw, plan, [], exc.errors
+        return raw, plan, notes, []
+
+    def exec(self, inp: PlanInput) -> Any:
+        return run_exchange(self._exchange(inp), self.model)
+
+    async def exec_async(self, inp: PlanInput) -> Any:
+        return await arun_exchange(self._exchange(inp), self.model)
+
+    def post(self, shared: dict[str, Any], inp: PlanInput, outcome: Any) -> str:
+        raw, plan, notes, issues = outcome
+        opened = current_span()
+        if not issues:
+            record = new_record(plan)
+            shared["plan"], shared["notes"] = plan, notes
+            shared["record"], shared["layer"] = record, next_layer(record, 0)
+            calls = [f"{a.id}:{a.name}" for a in plan.atoms if a.kind != "final"]
+            if opened is not None:
+                opened.attributes.update(calls=calls, layers=record.layers)
+            logger.debug(
+                "plan {}: valid, {} atoms in {} layers {}; notes {}",
+                inp.attempt,
+                len(plan.atoms),
+                len(record.layers),
+                record.layers,
+                notes,
+            )
+            return "valid"
+        errors = [str(i) for i in issues]
+        if opened is not None:
+            opened.attributes.update(calls=[], errors=errors)
+        shared["plan_errors"].append(errors)
+        shared["parse_failures"] += any(i.code == "malformed" for i in issues)
+        if len(shared["plan_errors"]) > self.max_replans:
+            logger.debug("plan {}: invalid, no re-plans left: {}", inp.attempt, errors)
+            error = PlanValidationError(plan, issues, raw)
+            action = sample_failed(shared, self.samples, str(error))
+            if action is None:
+                raise error
+            return action
+        logger.debug("plan {}: invalid, re-planning with {} problems: {}", inp.attempt, len(errors), errors)
+        shared["memory"] += [
+            assistant(raw or ""),
+            user(REPLAN_MESSAGE.format(errors="\n".join(f"- {e}" for e in errors))),
+        ]
+        return "invalid"
+
+
+@dataclass(slots=True)
+class LayerInput:
+    index: int
+    record: ExecutionRecord
+
+
+#: The run value holding the run's :class:`LayerThreads`.
+THREADS = "aot_threads"
+
+
+class LayerNode(DualNode):
+    """Run one execution layer per visit, then loop to itself (``"layer"``) until the last one (``"done"``), or
+    stop at a failed layer (``"failed"``). Each atom is a ``tool_call`` span of kind ``atom`` (see
+    :func:`llamabot.reasoning.aot.execute.run_atom`): in id order on the sync path, stopping at the first failure;
+    all at once on the async path (``asyncio.gather``), the layer always finishing. The step's span is kind
+    ``layer`` with attributes ``layer`` (the index) and ``atoms`` (their ids)."""
+
+    name = "execute"
+    span_kind = "layer"
+
+    def __init__(self, tools: AtomTools):
+        super().__init__()
+        self.tools = tools
+
+    def prep(self, shared: dict[str, Any]) -> LayerInput:
+        return LayerInput(shared["layer"], shared["record"])
+
+    def span_attributes(self, inp: LayerInput) -> dict[str, Any]:
+        return {"layer": inp.index, "atoms": [a.id for a in layer_atoms(inp.record, inp.index)]}
+
+    def exec(self, inp: LayerInput) -> tuple[list[AtomRecord], float]:
+        started = time.perf_counter()
+        return run_layer(self.tools, inp.record, inp.index), time.perf_counter() - started
+
+    async def exec_async(self, inp: LayerInput) -> tuple[list[AtomRecord], float]:
+        """The layer's atoms at once. Cancelled (a timeout, a client gone), it records the atoms of this layer
+        that finished, compensates every completed atom newest first (shielded from a second cancellation),
+        marks the record failed (``"cancelled"``) and lets the ``CancelledError`` propagate with the record
+        attached as its ``record``, exactly as :func:`~llamabot.reasoning.aot.execute.aexecute_plan` does."""
+        started = time.perf_counter()
+        run = current_run()
+        threads = None if run is None else run.values.get(THREADS)  # the run's own pool (AoTBot.run_values)
+        finished: list[AtomRecord] = []
+        try:
+            done = await arun_layer(self.tools, inp.record, inp.index, threads, finished)
+        except asyncio.CancelledError as cancelled:
+            await compensate_cancelled(self.tools, inp.record, finished, time.perf_counter() - started)
+            cancelled.record = inp.record  # type: ignore[attr-defined]
+            raise
+        return done, time.perf_counter() - started
+
+    def post(self, shared: dict[str, Any], inp: LayerInput, outcome: tuple[list[AtomRecord], float]) -> str:
+        done, duration = outcome
+        record: ExecutionRecord = shared["record"]
+        ok = apply_layer(record, done, duration)
+        logger.debug(
+            "layer {}: {}",
+            inp.index,
+            ", ".join(
+                f"{r.id}:{r.name} = {r.result!r}"
+                if r.status == "ok"
+                else f"{r.id}:{r.name} failed: {r.error}"
+                for r in done
+            ),
+        )
+        if not ok:
+            return "failed"
+        shared["layer"] = next_layer(record, inp.index + 1)
+        return "layer" if shared["layer"] < len(record.layers) else "done"
+
+
+class ReportNode(DualNode):
+    """The final atom: what it reports becomes the answer (nothing is called); ends the run, or with
+    ``samples > 1`` the sample (then ``"sample"``: the next one, or ``"vote"`` after the last)."""
+
+    name = "report"
+    span_kind = "report"
+    terminal = True
+
+    def __init__(self, samples: int = 1):
+        super().__init__()
+        self.samples = samples
+
+    def prep(self, shared: dict[str, Any]) -> None:
+        return None
+
+    def exec(self, prep_res: None) -> None:
+        return None
+
+    def post(self, shared: dict[str, Any], prep_res: None, exec_res: None) -> str | None:
+        record = finish(shared["record"])
+        logger.debug("answer {!r}", record.answer)
+        return None if self.samples == 1 else sample_finished(shared, self.samples)
+
+
+class VoteNode(DualNode):
+    """Self-consistency: the majority answer of the executed plans (ties to the earliest sample) becomes the
+    run's answer, with the plan and record of the first sample that gave it; ends the run. Nothing is called:
+    the answers were computed by the atoms, the vote only counts them."""
+
+    name = "vote"
+    span_kind = "vote"
+    terminal = True
+
+    def prep(self, shared: dict[str, Any]) -> None:
+        return None
+
+    def exec(self, prep_res: None) -> None:
+        return None
+
+    def post(self, shared: dict[str, Any], prep_res: None, exec_res: None) -> None:
+        vote(shared)
+        opened = current_span()
+        if opened is not None:
+            opened.attributes.update(shared["vote"])
+        logger.debug(
+            "vote: sample {} wins with {} votes", shared["vote"]["winner"] + 1, shared["vote"]["votes"]
+        )
+        return None
+
+
+class CompensateNode(DualNode):
+    """After a failed layer: undo every completed atom whose tool has a compensator, newest first (one
+    ``tool_call`` span of kind ``compensation`` each). Then, while fewer than ``max_execution_replans`` plans
+    have failed, re-plan (``"replan"``): the planner sees its plan and the failure (the atom, its inputs, the
+    cause). After that, raise :class:`AtomExecutionError` with the record and the earlier failures (or, with
+    ``samples > 1``, go on to the next sample)."""
+
+    name = "compensate"
+    span_kind = "compensate"
+    terminal = True
+
+    def __init__(self, tools: AtomTools, *, max_execution_replans: int = 0, samples: int = 1):
+        super().__init__()
+        self.tools = tools
+        self.max_execution_replans = max_execution_replans
+        self.samples = samples
+
+    def prep(self, shared: dict[str, Any]) -> list[CompensationCall]:
+        return compensation_calls(self.tools, shared["record"])
+
+    def span_attributes(self, calls: list[CompensationCall]) -> dict[str, Any]:
+        return {"atoms": [c.atom for c in calls]}
+
+    def exec(self, calls: list[CompensationCall]) -> tuple[list[str | None], float]:
+        started = time.perf_counter()
+        return run_compensations(self.tools, calls), time.perf_counter() - started
+
+    async def exec_async(self, calls: list[CompensationCall]) -> tuple[list[str | None], float]:
+        started = time.perf_counter()
+        return await arun_compensations(self.tools, calls), time.perf_counter() - started
+
+    def post(
+        self, shared: dict[str, Any], calls: list[CompensationCall], outcome: tuple[list[str | None], float]
+    ) -> str:
+        record: ExecutionRecord = shared["record"]
+        apply_compensations(record, calls, *outcome)
+        for call, error in zip(calls, outcome[0], strict=True):
+            logger.debug("compensated atom {} with {}: {}", call.atom, call.compensator, error or "ok")
+        failures: list[str] = shared["execution_failures"]
+        failure = failure_summary(record)
+        if len(failures) < self.max_execution_replans:
+            failures.append(failure)
+            logger.debug(
+                "execution failed, re-planning ({} of {}): {}",
+                len(failures),
+                self.max_execution_replans,
+                failure,
+            )
+            shared["memory"] += [
+                assistant(json.dumps(shared["plan"].to_dict())),
+                user(EXECUTION_FAILED_MESSAGE.format(failure=failure)),
+            ]
+            return "replan"
+        error = execution_error(record, tuple(failures))
+        action = sample_failed(shared, self.samples, str(error))
+        if action is None:
+            raise error
+        return action

@@ -1,0 +1,132 @@
+"""Self-consistency over plans (AOT-SC-*): ``samples=k`` samples k plans, executes every one, and the majority
+answer wins (ties: the earliest sample). The vote itself is pure and tested without a model."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from llamabot.graph.codec import dumps_state, loads_state
+from llamabot.models.scripted import ScriptedModel, json_reply
+from llamabot.observe.hooks import RunHooks
+from llamabot.reasoning.aot import AoTBot, AtomExecutionError, PlanValidationError
+from llamabot.reasoning.aot.vote import answer_key, majority
+
+
+def plan(op: str, a: float, b: float) -> dict:
+    return {
+        "atoms": [
+            {"id": 1, "kind": "tool", "name": op, "input": {"a": a, "b": b}, "dependsOn": []},
+            {"id": 2, "kind": "final", "name": "report", "dependsOn": [1]},
+        ]
+    }
+
+
+BAD = {"atoms": [{"id": 1, "kind": "tool", "name": "sqrt", "input": {"x": 4}, "dependsOn": []}]}
+DIVIDE_BY_ZERO = plan("divide", 1, 0)
+
+
+# -- the vote (pure) ------------------------------------------------------------------------------------------------
+
+
+def test_aot_sc_020_equal_answers_meet_whatever_their_form():
+    assert answer_key(14) == answer_key(14.0) == answer_key("14") == answer_key(" 14.0 ")
+    assert answer_key(0.1 + 0.2) == answer_key(0.3) and answer_key(-0.0) == answer_key(0)
+    assert answer_key({3: 6.0, 4: 14.0}) == answer_key({4: 14, 3: 6})
+    assert answer_key("Yes") == answer_key("yes") != answer_key("no")
+    assert answer_key(True) != answer_key(1) and answer_key(14) != answer_key(14.5)
+
+
+def test_aot_sc_020_the_majority_wins_and_a_tie_goes_to_the_earliest_sample():
+    vote = majority([6, 8, 8.0, "6", 8])
+    assert vote.winner == 1 and vote.votes == 3 and vote.counts == ((0, 2), (1, 3))
+    assert majority([5, 7]).winner == 0  # one vote each: sample 1's answer
+    assert majority([7, 5, 5, 7]).winner == 0  # two each: the answer sample 1 gave
+    assert majority([9, 5, 7, 7, 5]).winner == 1  # 5 and 7 tie; 5 appeared first
+    with pytest.raises(ValueError, match="every sampled plan failed"):
+        majority([])
+
+
+# -- the bot ---------------------------------------------------------------------------------------------------------
+
+
+class Boundaries(RunHooks):
+    """(node, action) at every node end; the state round-trips through the codec there."""
+
+    def __init__(self):
+        self.steps: list[tuple[str, str | None]] = []
+
+    def on_end(self, span, state):
+        if state is not None:
+            assert loads_state(dumps_state(state)) == state, f"state after {span.name} does not round-trip"
+            self.steps.append((span.name, span.attributes.get("action")))
+
+
+@pytest.mark.parametrize("path", ["sync", "async"])
+def test_aot_sc_010_k_sampled_plans_are_all_executed_and_the_majority_answer_wins(path):
+    model = ScriptedModel(
+        [
+            json_reply(plan("add", 2, 3)),
+            json_reply(plan("multiply", 2, 3)),
+            json_reply(plan("subtract", 12, 6)),
+        ]
+    )
+    hooks = Boundaries()
+    bot = AoTBot(model_name=model, samples=3, hooks=[hooks])
+    result = bot("q") if path == "sync" else asyncio.run(bot.arun("q"))
+    assert result.answer == 6 and result.votes == 2  # 5, 6, 6: the second sample's plan is the winner's
+    assert result.plan.atoms[0].name == "multiply" and result.record.answer == 6
+    assert [s["answer"] for s in result.samples] == [5, 6, 6]
+    assert len(model.requests) == 3 and all(r.params["temperature"] == 0.7 for r in model.requests)
+    assert all([m["role"] for m in r.messages] == ["system", "user"] for r in model.requests)  # fresh samples
+    assert len(result.trace.of_kind("atom")) == 3  # every sampled plan was executed
+    assert hooks.steps == [
+        ("plan", "valid"),
+        ("execute", "done"),
+        ("report", "sample"),
+        ("plan", "valid"),
+        ("execute", "done"),
+        ("report", "sample"),
+        ("plan", "valid"),
+        ("execute", "done"),
+        ("report", "vote"),
+        ("vote", None),
+    ]
+    assert result.trace.of_kind("vote")[0].attributes["counts"] == [[0, 1], [1, 2]]
+
+
+def test_aot_sc_010_the_given_temperature_is_used_and_one_sample_keeps_the_greedy_default():
+    model = ScriptedModel([json_reply(plan("add", 1, 1))] * 2)
+    AoTBot(model_name=model, samples=2, temperature=0.3)("q")
+    assert [r.params for r in model.requests] == [{"temperature": 0.3}] * 2
+    single = ScriptedModel([json_reply(plan("add", 1, 1))])
+    result = AoTBot(model_name=single)("q")
+    assert single.requests[0].params == {} and result.samples == [] and result.votes == 1
+
+
+def test_aot_sc_030_a_sample_that_gives_up_does_not_end_the_run():
+    model = ScriptedModel([json_reply(BAD), json_reply(DIVIDE_BY_ZERO), json_reply(plan("add", 2, 2))])
+    result = AoTBot(model_name=model, samples=3, max_replans=0, max_execution_replans=0)("q")
+    assert result.answer == 4 and result.votes == 1
+    errors = [s["error"] for s in result.samples]
+    assert errors[0].startswith("invalid plan: atom 1: unknown tool 'sqrt'")
+    assert errors[1].startswith("atom 1 (tool 'divide') failed") and errors[2] is None
+
+
+def test_aot_sc_030_when_every_sample_fails_the_last_ones_typed_error_is_raised():
+    model = ScriptedModel([json_reply(BAD), json_reply(DIVIDE_BY_ZERO)])
+    with pytest.raises(AtomExecutionError, match="atom 1 \\(tool 'divide'\\)"):
+        AoTBot(model_name=model, samples=2, max_replans=0, max_execution_replans=0)("q")
+    model = ScriptedModel([json_reply(DIVIDE_BY_ZERO), json_reply(BAD)])
+    with pytest.raises(PlanValidationError, match="unknown tool 'sqrt'"):
+        AoTBot(model_name=model, samples=2, max_replans=0, max_execution_replans=0)("q")
+
+
+def test_aot_sc_040_options_that_cannot_work_are_refused():
+    with pytest.raises(ValueError, match="samples must be at least 1"):
+        AoTBot(model_name=ScriptedModel(), samples=0)
+    with pytest.raises(ValueError, match="samples=3 needs temperature > 0"):
+        AoTBot(model_name=ScriptedModel(), samples=3, temperature=0)
+    with pytest.raises(ValueError, match="cannot be combined with compensations"):
+        AoTBot(model_name=ScriptedModel(), samples=2, compensations={"add": lambda: None})
