@@ -38,6 +38,9 @@ EXPECTED_KEYS: dict[str, set[str]] = {
     "durable_overhead.py": {
         "durable_step_ratio_sqlite", "durable_step_ratio_postgres", "workers_ratio", "recovery_s", "quick",
     },
+    "mcp_overhead.py": {
+        "mcp_call_us", "local_call_us", "ratio", "mcp_async_call_us", "sdk_call_us", "over_sdk_us", "quick",
+    },
 }
 
 
