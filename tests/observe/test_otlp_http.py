@@ -45,9 +45,9 @@ def test_obs_otel_010_a_run_arrives_at_an_otlp_http_endpoint_as_one_decoded_span
     by_id = {s["span_id"]: s for s in spans}
     root = next(s for s in spans if not s["parent_span_id"])
     assert root["name"] == "invoke_agent AgentBot" and root["scope"] == "llamabot"
+    assert root["attributes"]["llamabot.trace_id"] == bot.last_trace.trace_id
     assert {s["trace_id"] for s in spans} == {root["trace_id"]}
     for span in spans:
-        assert span["attributes"]["llamabot.trace_id"] == bot.last_trace.trace_id
         assert before <= span["start"] <= span["end"] <= time.time_ns()
         if span is not root:
             parent = by_id[span["parent_span_id"]]
