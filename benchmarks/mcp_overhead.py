@@ -10,8 +10,9 @@ included: the JSON schema as given for the MCP tool, pydantic for the local one)
   thread and waited for); ``ratio`` = ``mcp_call_us / local_call_us``.
 - ``mcp_async_call_us``: ``await ainvoke_tool(...)`` from an event loop (the tool's ``afunc``).
 - ``mcp_concurrent_call_us``: wall time per call of 32 concurrent ``ainvoke_tool`` calls, repeated.
-- ``sdk_call_us``: the ``mcp`` package's own ``Client.call_tool`` on the same server, on its own loop: the floor
-  that the transport and the server set. ``over_sdk_us`` = ``mcp_call_us - sdk_call_us``: what llamabot adds
+- ``sdk_call_us``: the ``mcp`` package's own ``Client.call_tool`` on a second process of the same server, timed
+  inside its own loop: the floor that the transport and the server set. Its samples alternate with the MCP
+  tool's (a shared machine's busy moments hit both alike). ``over_sdk_us`` = ``mcp_call_us - sdk_call_us``: what llamabot adds
   (the thread hop, validation, the result conversion, the tool-call logic).
 - ``startup_ms``: ``mcp_tools(command)`` until the tools are listed (process start, handshake, listing).
 
@@ -30,8 +31,10 @@ import statistics
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Callable
+from concurrent import futures
 from pathlib import Path
 
 from llamabot import tool
@@ -71,10 +74,20 @@ def add(a: float, b: float) -> float:
 
 def median_us(sample: Callable[[], float]) -> float:
     """The median of :data:`SAMPLES` samples (each: seconds per call), in microseconds, gc off."""
+    return alternated_us(sample)[0]
+
+
+def alternated_us(*samples: Callable[[], float]) -> list[float]:
+    """Each sampler run :data:`SAMPLES` times, taking turns (so that a busy moment of a shared machine hits them
+    alike), gc off; the median of each, in microseconds."""
     gc.collect()
     gc.disable()
     try:
-        return statistics.median(sample() for _ in range(SAMPLES)) * 1e6
+        taken: list[list[float]] = [[] for _ in samples]
+        for _ in range(SAMPLES):
+            for sample, into in zip(samples, taken, strict=True):
+                into.append(sample())
+        return [statistics.median(t) * 1e6 for t in taken]
     finally:
         gc.enable()
 
@@ -99,28 +112,43 @@ def async_per_call(make: Callable[[], object], n: int, concurrent: int = 1) -> C
     return lambda: asyncio.run(batch())
 
 
-def sdk_call_us(command: list[str], n: int) -> float:
-    """The ``mcp`` client's own per-call time on the same server (its own loop, no llamabot)."""
-    from mcp import Client, StdioServerParameters
+class SdkSession:
+    """The ``mcp`` client alone on another server process of the same script, in a loop thread of its own: each
+    sample is ``n`` sequential ``Client.call_tool`` timed inside that loop (no thread hop, no llamabot)."""
 
-    async def measure() -> list[float]:
-        params = StdioServerParameters(command=command[0], args=command[1:])
-        async with Client(params) as client:
+    def __init__(self, command: list[str]):
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        self.ready: futures.Future[asyncio.Queue] = futures.Future()
+        self.served = asyncio.run_coroutine_threadsafe(self._serve(command), self.loop)
+        self.jobs = self.ready.result(timeout=120)
+
+    async def _serve(self, command: list[str]) -> None:
+        from mcp import Client, StdioServerParameters
+
+        jobs: asyncio.Queue = asyncio.Queue()
+        async with Client(StdioServerParameters(command=command[0], args=command[1:])) as client:
             await client.list_tools()
-            samples = []
-            for _ in range(SAMPLES):
+            self.ready.set_result(jobs)
+            while (job := await jobs.get()) is not None:
+                n, done = job
                 started = time.perf_counter()
                 for _ in range(n):
                     await client.call_tool("add", ARGUMENTS)
-                samples.append((time.perf_counter() - started) / n)
-            return samples
+                done.set_result((time.perf_counter() - started) / n)
 
-    gc.collect()
-    gc.disable()
-    try:
-        return statistics.median(asyncio.run(measure())) * 1e6
-    finally:
-        gc.enable()
+    def per_call(self, n: int) -> Callable[[], float]:
+        def sample() -> float:
+            done: futures.Future[float] = futures.Future()
+            self.loop.call_soon_threadsafe(self.jobs.put_nowait, (n, done))
+            return done.result()
+
+        return sample
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.jobs.put_nowait, None)
+        self.served.result(timeout=30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
 
 
 def main() -> None:
@@ -139,17 +167,22 @@ def main() -> None:
         started = time.perf_counter()
         with mcp_tools(command) as tools:
             startup_ms = (time.perf_counter() - started) * 1e3
+            sdk = SdkSession(command)
             remote = tools[0]
             assert invoke_tool(remote, ARGUMENTS).value == invoke_tool(add, ARGUMENTS).value == 6.5
             for _ in range(20):  # warm both paths
                 invoke_tool(remote, ARGUMENTS)
+                sdk.per_call(1)()
             local_us = median_us(per_call(lambda: invoke_tool(add, ARGUMENTS), n_local))
-            mcp_us = median_us(per_call(lambda: invoke_tool(remote, ARGUMENTS), n_mcp))
-            async_us = median_us(async_per_call(lambda: ainvoke_tool(remote, ARGUMENTS), n_mcp))
+            mcp_us, sdk_us, async_us = alternated_us(
+                per_call(lambda: invoke_tool(remote, ARGUMENTS), n_mcp),
+                sdk.per_call(n_mcp),
+                async_per_call(lambda: ainvoke_tool(remote, ARGUMENTS), n_mcp),
+            )
             concurrent_us = median_us(
                 async_per_call(lambda: ainvoke_tool(remote, ARGUMENTS), n_mcp * 2, CONCURRENCY)
             )
-        sdk_us = sdk_call_us(command, n_mcp)
+            sdk.close()
 
     print(f"{'what':<44} {'us/call':>10}")
     rows = [
