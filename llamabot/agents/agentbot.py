@@ -19,10 +19,11 @@ from llamabot.graph.agent_state import answer_open_calls, new_run_state
 from llamabot.graph.decision import RESPOND
 from llamabot.graph.graphbot import GraphBot
 from llamabot.graph.nodes import DecideNode, FuncNode
+from llamabot.graph.parallel_calls import ParallelCalls, cancel_early
 from llamabot.models.messages import Message
 from llamabot.models.seam import ChatModel, get_model
 from llamabot.observe.hooks import RunHooks
-from llamabot.observe.tracing import Trace
+from llamabot.observe.tracing import Trace, current_run
 from llamabot.observe.usage import UsageLimits
 from llamabot.tools.defaults import DEFAULT_TOOLS
 from llamabot.tools.tool import DECIDE, Tool, as_tool
@@ -53,7 +54,9 @@ class AgentBot(GraphBot):
     messages after the current question are sent to the model. ``decide_node``: a custom decision node, wired
     to the same tool edges. ``hooks``: lifecycle hooks told about every run. ``usage_limits``: a
     :class:`UsageLimits` every run obeys (a run stops with ``UsageLimitExceeded`` before a request that would exceed
-    it). ``completion_kwargs`` pass through to the model.
+    it). ``max_parallel_tools``: in async runs, how many independent calls of one reply may run at once (their
+    results still reach the model in its order; 1: one at a time, as sync runs always do; see
+    :mod:`llamabot.graph.parallel_calls`). ``completion_kwargs`` pass through to the model.
 
     ``bot(query)`` keeps the conversation on the bot (``bot.memory``, for notebooks); ``await bot.arun(query)``
     keeps nothing between calls unless the caller passes ``memory`` (a list it owns), so any number of concurrent
@@ -73,6 +76,7 @@ class AgentBot(GraphBot):
         history_limit: int | None = 40,
         hooks: Iterable[RunHooks] = (),
         usage_limits: UsageLimits | None = None,
+        max_parallel_tools: int = 8,
         **completion_kwargs: Any,
     ):
         super().__init__(hooks=hooks, usage_limits=usage_limits)
@@ -87,7 +91,11 @@ class AgentBot(GraphBot):
         self.decide_node = decide_node or DecideNode(
             toolbot, final, max_iterations=max_iterations, max_errors=max_errors, history_limit=history_limit
         )
-        self.tool_nodes = {name: FuncNode(t, max_errors=max_errors) for name, t in self.tools.items()}
+        parallel = ParallelCalls(self.tools, max_parallel_tools)
+        self.tool_nodes = {
+            name: FuncNode(t, max_errors=max_errors, parallel=parallel if max_parallel_tools > 1 else None)
+            for name, t in self.tools.items()
+        }
         for name, node in self.tool_nodes.items():
             self.decide_node - name >> node
             node - (node.tool.loopback_name or DECIDE) >> self.decide_node
@@ -119,7 +127,8 @@ class AgentBot(GraphBot):
 
     def failed(self, state: dict[str, Any], error: BaseException) -> None:
         # Whatever ended the run, leave every tool call answered: a later request on the same memory must
-        # satisfy strict providers.
+        # satisfy strict providers; calls still running early (async runs) are cancelled.
+        cancel_early(current_run())
         answer_open_calls(state["memory"], state["_run_start"], f"Not run: the run failed ({type(error).__name__}).")
 
     def reset(self) -> None:

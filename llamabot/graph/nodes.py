@@ -16,6 +16,7 @@ from llamabot.errors import LlamabotError, excerpt
 from llamabot.graph.agent_state import PendingCall, answer_open_calls, conversation_window
 from llamabot.graph.decision import RESPOND, decide
 from llamabot.graph.flow import DualNode
+from llamabot.graph.parallel_calls import ParallelCalls, take_early
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import Message, tool_result, user
 from llamabot.models.seam import model_family
@@ -155,6 +156,11 @@ class DecideNode(DualNode):
         return call.name
 
 
+#: What a tool node's ``prep`` hands on: the call, its hidden-parameter context, the task that ran it early (async
+#: runs, see :mod:`parallel_calls`) and the calls of the same reply still queued behind it.
+ToolStep = tuple[PendingCall, "dict[str, Any] | None", Any, tuple[PendingCall, ...]]
+
+
 class FuncNode(DualNode):
     """Run one ``@tool`` with the arguments the decision node validated; record the result; loop back.
 
@@ -167,44 +173,56 @@ class FuncNode(DualNode):
     span_kind = "tool_call"
     span_category = "tool_call"
 
-    def __init__(self, tool: Tool, *, max_errors: int = 3):
+    def __init__(self, tool: Tool, *, max_errors: int = 3, parallel: ParallelCalls | None = None):
         super().__init__()
         self.tool = tool
         self.name = tool.name
         self.max_errors = max_errors
+        self.parallel = parallel
 
     @property
     def terminal(self) -> bool:
         return self.tool.is_terminal
 
-    def prep(self, shared: dict[str, Any]) -> tuple[PendingCall, dict[str, Any] | None]:
+    def prep(self, shared: dict[str, Any]) -> ToolStep:
         call: PendingCall = shared["func_call"]
-        context = None
-        if self.tool.hidden:
+        context = early = None
+        queued = ()
+        if self.tool.hidden or self.parallel is not None:
             run = current_run()
-            values = run.values if run is not None else {}
-            context = {"globals_dict": values.get("globals_dict", {}), "memory": shared["memory"],
-                       "trace_id": run.trace.trace_id if run is not None else ""}
-        return call, context
+            if self.tool.hidden:
+                values = run.values if run is not None else {}
+                context = {"globals_dict": values.get("globals_dict", {}), "memory": shared["memory"],
+                           "trace_id": run.trace.trace_id if run is not None else ""}
+            if self.parallel is not None:
+                early = take_early(run, call)
+                if early is None and shared["_pending"]:
+                    queued = tuple(shared["_pending"])
+        return call, context, early, queued
 
-    def span_attributes(self, prep_res: tuple[PendingCall, dict[str, Any] | None]) -> dict[str, Any]:
+    def span_attributes(self, prep_res: ToolStep) -> dict[str, Any] | None:
         call = prep_res[0]
+        if prep_res[2] is not None:
+            return None  # the call ran early and recorded its own span
         return {"arguments": call.arguments, "call_id": call.id}
 
     # One tool-call logic (tools.call): validation already done by the decision, hidden parameters injected,
     # the tool's timeout and retry policy applied; on the async path sync tools run in worker threads.
-    def exec(self, prep_res: tuple[PendingCall, dict[str, Any] | None]) -> ToolOutcome:
-        call, context = prep_res
+    def exec(self, prep_res: ToolStep) -> ToolOutcome:
+        call, context, _, _ = prep_res
         return run_exchange(tool_call(self.tool, call.arguments, context, validated=True))
 
-    async def exec_async(self, prep_res: tuple[PendingCall, dict[str, Any] | None]) -> ToolOutcome:
-        call, context = prep_res
+    async def exec_async(self, prep_res: ToolStep) -> ToolOutcome:
+        call, context, early, queued = prep_res
+        if early is not None:
+            return await early
+        if queued:  # more calls of the same reply wait: start those that may run now (see parallel_calls)
+            self.parallel.start(current_run(), current_span(), queued)  # type: ignore[union-attr]
         return await arun_exchange(tool_call(self.tool, call.arguments, context, validated=True))
 
-    def post(self, shared: dict[str, Any], prep_res: tuple[PendingCall, dict[str, Any] | None],
-             outcome: ToolOutcome) -> str | None:
+    def post(self, shared: dict[str, Any], prep_res: ToolStep, outcome: ToolOutcome) -> str | None:
         call = prep_res[0]
-        opened = current_span()
+        opened = current_span() if prep_res[2] is None else None  # an early call wrote its own span
         memory = shared["memory"]
         if outcome.error is not None:
             log_debug("tool {} failed: {}", call.name, outcome.error)

@@ -65,6 +65,13 @@ def using_steps(runner: StepRunner | None) -> Iterator[None]:
         _STEPS.reset(token)
 
 
+def step_runner() -> StepRunner | None:
+    """The runner requests are handed to here (inside :func:`using_steps`), or ``None``: then the drivers carry
+    requests out themselves. Steps of a durable run are recorded in order, so callers that would start requests
+    concurrently start them one at a time when this is set."""
+    return _STEPS.get()
+
+
 def carry_out(request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any:
     """Carry out one request synchronously: a model call through the seam, or the effect's ``run()``."""
     if type(request) is ModelRequest:
@@ -127,5 +134,6 @@ def _effect(request: Any, method: str) -> Any:
 
 
 __all__ = [
-    "Effect", "Exchange", "StepRunner", "acarry_out", "arun_exchange", "carry_out", "run_exchange", "using_steps",
+    "Effect", "Exchange", "StepRunner", "acarry_out", "arun_exchange", "carry_out", "run_exchange", "step_runner",
+    "using_steps",
 ]

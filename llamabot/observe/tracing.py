@@ -233,6 +233,21 @@ def close_span(opened: OpenSpan | None, state: Any = None, error: BaseException 
             hook.on_end(current, state)
 
 
+@contextmanager
+def under(parent: Span | None) -> Iterator[None]:
+    """Within the block, ``parent`` (a span of the active run) is the active span: what a task started by one
+    step uses to record its own spans beside that step's rather than inside it. A no-op outside a run."""
+    active = _CURRENT.get()
+    if active is None:
+        yield
+        return
+    token = _CURRENT.set((active[0], parent))
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
 def emit_token(delta: str) -> None:
     """Tell the active run's hooks about a piece of streamed model output (a no-op outside a run)."""
     active = _CURRENT.get()

@@ -18,7 +18,7 @@ def test_agt_iso_010_every_call_starts_with_fresh_counters_and_result():
     model = ScriptedModel(responder=add_then_respond)
     bot = AgentBot(tools=[add], model_name=model, max_iterations=2)
     assert bot("add 1 and 1") == "2"
-    assert bot("add 5 and 1") == "6.0"  # the second call is not cut off by the first call's iteration count
+    assert bot("add 5 and 1") == "6"  # the second call is not cut off by the first call's iteration count
     assert [s.attributes.get("forced") for s in bot.last_trace.of_kind("decision")] == [False, False]
 
 

@@ -1,0 +1,106 @@
+"""Parallel tool calls in async agent runs: the independent calls of one model reply run at the same time.
+
+The agent graph still walks one tool node per call, in the order the model asked, and each node still appends
+its call's result to the conversation, so results arrive in the model's order and every rule of the sequential
+run holds. What changes on the async path: when the node of a reply's first call runs while more calls of that
+reply are queued, it starts the queued ones early, as tasks (at most ``limit`` calls at once, its own included),
+and their nodes later take the outcome instead of calling the tool. Each early call is a ``tool_call`` span of
+its own, beside the node's (same parent), timed as it really ran.
+
+A call starts early only when nothing can tell it from a sequential run:
+- its tool is not terminal (a terminal call ends the run; the calls after it must not run), needs no approval
+  and takes no hidden parameter (``_memory`` would differ from what a sequential run shows it);
+- the run records no checkpoints and is not a durable run (both rely on one step at a time: a run continued from
+  a checkpoint must not repeat a call that already ran);
+- and only the calls up to the first one that fails these rules, so the order of effects stays the model's.
+
+Sync runs never start calls early. When a run fails or is cancelled, calls still running are cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from llamabot.graph.agent_state import PendingCall
+from llamabot.graph.checkpoint import CheckpointHook
+from llamabot.models.exchange import arun_exchange, step_runner
+from llamabot.observe.tracing import RunContext, Span, close_span, start_span, under
+from llamabot.tools.call import ToolOutcome, tool_call
+from llamabot.tools.tool import Tool
+
+#: The run's live values key holding the early calls: call id -> the task running it.
+EARLY = "early_tool_calls"
+
+
+@dataclass(frozen=True, slots=True)
+class ParallelCalls:
+    """Which tools a bot's runs may call early (``tools``) and how many calls may run at once (``limit``)."""
+
+    tools: Mapping[str, Tool]
+    limit: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1:
+            raise ValueError(f"the parallel tool call limit must be a whole number >= 1, got {self.limit!r}")
+
+    def early_tool(self, call: PendingCall) -> Tool | None:
+        """The tool to call ``call`` with early, or ``None`` when it must wait for its turn."""
+        tool = self.tools.get(call.name)
+        if tool is None or call.synthetic or tool.is_terminal or tool.hidden or tool.requires_approval:
+            return None
+        return tool
+
+    def start(self, run: RunContext | None, step_span: Span | None, queued: Sequence[PendingCall]) -> None:
+        """Start the queued calls that may run early (see the module's rules), as tasks kept in the run's live
+        values. ``step_span`` is the span of the node step starting them (theirs become its siblings)."""
+        if self.limit < 2 or run is None or step_runner() is not None:
+            return
+        if any(isinstance(hook, CheckpointHook) for hook in run.hooks):
+            return
+        started = run.values.setdefault(EARLY, {})
+        parent = run.trace.spans[step_span.parent_id] if step_span and step_span.parent_id is not None else None
+        slots = asyncio.Semaphore(self.limit - 1)  # the starting node's own call holds the last slot
+        for call in queued:
+            tool = self.early_tool(call)
+            if tool is None:
+                break
+            started[call.id] = asyncio.ensure_future(_early_call(tool, call, parent, slots))
+
+
+def take_early(run: RunContext | None, call: PendingCall) -> asyncio.Future[ToolOutcome] | None:
+    """The task running ``call`` early, if one was started (it is handed over once)."""
+    if run is None:
+        return None
+    started = run.values.get(EARLY)
+    return started.pop(call.id, None) if started else None
+
+
+def cancel_early(run: RunContext | None) -> None:
+    """Cancel the early calls of a run that ended without taking them (it failed or was cancelled)."""
+    started = run.values.pop(EARLY, None) if run is not None else None
+    for task in (started or {}).values():
+        task.cancel()
+
+
+async def _early_call(tool: Tool, call: PendingCall, parent: Span | None, slots: asyncio.Semaphore) -> ToolOutcome:
+    async with slots:
+        with under(parent):
+            opened = start_span(call.name, "tool_call", "tool_call", None,
+                                {"arguments": call.arguments, "call_id": call.id, "early": True})
+            try:
+                outcome = await arun_exchange(tool_call(tool, call.arguments, None, validated=True))
+            except BaseException as exc:
+                close_span(opened, None, exc)
+                raise
+            if opened is not None:
+                if outcome.error is not None:
+                    opened[0].error = outcome.error
+                else:
+                    opened[0].attributes["result"] = outcome.value
+            close_span(opened, None)
+            return outcome
+
+
+__all__ = ["EARLY", "ParallelCalls", "cancel_early", "take_early"]
