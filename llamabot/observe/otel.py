@@ -44,7 +44,7 @@ try:
     from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
     from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
     from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
-except ImportError as exc:  # pragma: no cover - depends on the installed extras
+except ImportError as exc:
     raise ImportError(
         f'OpenTelemetry export needs the otel extra: pip install "llamabot[otel]" ({exc})'
     ) from exc

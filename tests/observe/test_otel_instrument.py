@@ -182,3 +182,19 @@ def test_obs_otel_080_by_default_spans_go_to_the_global_provider_even_one_set_af
     assert result.stdout.strip() == (
         "None ['chat scripted', 'decision', 'execute_tool respond_to_user', 'invoke_agent AgentBot']"
     )
+
+
+def test_obs_otel_110_without_the_extra_the_import_error_names_it():
+    code = """
+        import sys
+        sys.modules["opentelemetry"] = None  # as if the otel extra were not installed
+        try:
+            import llamabot.observe.otel
+        except ImportError as exc:
+            print(exc)
+        """
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith('OpenTelemetry export needs the otel extra: pip install "llamabot[otel]"')
