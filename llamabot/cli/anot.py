@@ -110,11 +110,13 @@ def anot(
     }
     reports = []
     done: dict[str, list[Any]] = {}
+    provenances: dict[str, Any] = {}  # per method, as each evaluation starts (so a partial report has them too)
 
     def record_done(name: str, record: Any) -> None:
         done.setdefault(name, []).append(record)
         if out is not None:  # keep what is finished, should the run be interrupted
-            partial = {"config": config, "partial": True, "records": {m: [asdict(r) for r in rs] for m, rs in done.items()}}
+            partial = {"config": config, "partial": True, "provenance": provenances,
+                       "records": {m: [asdict(r) for r in rs] for m, rs in done.items()}}
             out.write_text(json.dumps(partial, indent=2, default=str))
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -130,7 +132,8 @@ def anot(
                 report = evaluate(
                     dataset, name, model, limit=limit, candidates=candidates, seed=seed, debug=log,
                     on_record=lambda record, task=task, name=name: (progress.advance(task), record_done(name, record)),
-                    request_ids=request_ids, **options,
+                    request_ids=request_ids, on_start=lambda started, name=name: provenances.update({name: started}),
+                    **options,
                 )
             except LlamabotError as exc:
                 err_console.print(f"[red]error:[/red] {exc}")
@@ -140,7 +143,8 @@ def anot(
         console.print(_results_table(report, names))
     console.print(_summary_table(reports))
     config["model"] = reports[0].model if reports else model
-    document: dict[str, Any] = {"config": config, "reports": {report.method: report.to_dict() for report in reports}}
+    document: dict[str, Any] = {"config": config, "provenance": provenances,
+                                "reports": {report.method: report.to_dict() for report in reports}}
     if len(reports) == 2:
         anot_tokens, cot_tokens = (r.summary()["prompt_tokens_per_request"] for r in reports)
         document["token_ratio"] = anot_tokens / cot_tokens if cot_tokens else None

@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 console = Console()
@@ -36,6 +37,11 @@ def aot(
     save: Optional[Path] = typer.Option(None, "--save", help="Write the plan and its execution record as JSON."),  # noqa: UP045
     replay: Optional[Path] = typer.Option(None, "--replay", help="Validate and execute a saved plan; no model."),  # noqa: UP045
     max_replans: int = typer.Option(2, help="Re-plans after validation errors."),
+    max_execution_replans: int = typer.Option(1, min=0, help="Re-plans after an atom failed (the failure is shown)."),
+    samples: int = typer.Option(1, min=1, help="Self-consistency: sample this many plans, run all, majority answer."),
+    temperature: Optional[float] = typer.Option(  # noqa: UP045
+        None, help="Planner temperature (default: the model's, or 0.7 with --samples > 1)."
+    ),
     tool_specs: list[str] = typer.Option([], "--tool", "-t", help="module:function tools (default: the calculator)."),
     decision_specs: list[str] = typer.Option(
         [], "--decision", "-d", help="module:function decision tools (e.g. llamabot.toolkits.decisions:DECISION_TOOLS)."
@@ -65,9 +71,19 @@ def aot(
         else:
             if not question:
                 raise typer.BadParameter("give a question, or --replay PLAN.json")
-            result = AoTBot(tools, model_name=model, decisions=decisions, max_replans=max_replans)(question)
+            try:
+                bot = AoTBot(tools, model_name=model, decisions=decisions,
+                             **_aot_options(max_replans, max_execution_replans, samples, temperature))
+            except ValueError as exc:
+                raise typer.BadParameter(str(exc)) from exc
+            result = bot(question)
             for errors in result.plan_errors:
                 err_console.print("[yellow]rejected plan:[/yellow] " + "; ".join(errors))
+            for failure in result.execution_failures:
+                err_console.print(f"[yellow]failed plan, re-planned:[/yellow] {escape(failure)}")
+            if result.samples:
+                answers = ", ".join(repr(s["answer"]) if s["error"] is None else "failed" for s in result.samples)
+                err_console.print(f"samples: {answers}; {result.votes} votes for the answer", markup=False)
             console.print_json(result.plan.to_json())
             _print_record(result.record)
             record = result.record
@@ -91,6 +107,9 @@ def eval_aot(
     tolerance: float = typer.Option(1e-4, help="Relative tolerance for a numeric answer."),
     out: Path = typer.Option(Path("aot_eval.json"), "--out", help="JSON report path."),
     methods: str = typer.Option("aot,direct,cot", help="Comma-separated: aot, direct (answer only), cot."),
+    max_execution_replans: int = typer.Option(1, min=0, help="AoT: re-plans after an atom failed."),
+    samples: int = typer.Option(1, min=1, help="AoT: sample this many plans, run all, majority answer."),
+    temperature: Optional[float] = typer.Option(None, help="AoT planner temperature (default: the model's, 0.7 with --samples > 1)."),  # noqa: UP045
 ) -> None:
     """Accuracy of AoT vs the same model answering directly, plan validity, re-plans, latency, tokens."""
     from rich.progress import Progress
@@ -104,10 +123,11 @@ def eval_aot(
         raise typer.BadParameter(str(exc)) from exc
     model_name = get_model(model).name
     chosen = tuple(m.strip() for m in methods.split(",") if m.strip())
+    aot_options = _aot_options(2, max_execution_replans, samples, temperature)
     with Progress(console=console) as progress:
         task = progress.add_task(f"{dataset} x {len(problems)}", total=len(problems) * len(chosen))
         try:
-            summaries = evaluate(problems, model, tolerance=tolerance, methods=chosen,
+            summaries = evaluate(problems, model, tolerance=tolerance, methods=chosen, aot_options=aot_options,
                                  on_attempt=lambda method, attempt: progress.advance(task))
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from exc
@@ -121,8 +141,17 @@ def eval_aot(
         table.add_row(s.method, f"{s.accuracy:.1%} ({s.correct}/{s.total})", validity, str(s.replans), parse, str(s.errors),
                       f"{s.mean_latency_s:.2f}", f"{s.mean_tokens:.0f}")
     console.print(table)
-    out.write_text(json.dumps(report(summaries, dataset=dataset, path=str(path), model=model_name), indent=2, default=str))
+    document = report(summaries, dataset=dataset, path=str(path), model=model_name, aot_options=aot_options)
+    out.write_text(json.dumps(document, indent=2, default=str))
     console.print(f"report: {out}")
+
+
+def _aot_options(max_replans: int, max_execution_replans: int, samples: int, temperature: float | None) -> dict:
+    """``AoTBot`` keyword arguments from the command's options (``temperature`` only when given)."""
+    options = {"max_replans": max_replans, "max_execution_replans": max_execution_replans, "samples": samples}
+    if temperature is not None:
+        options["temperature"] = temperature
+    return options
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:

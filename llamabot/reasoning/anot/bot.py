@@ -14,6 +14,7 @@ by default), not hard-coded. Debug lines come from a lifecycle hook (:class:`Deb
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -39,7 +40,16 @@ from llamabot.reasoning.anot.nodes import (
     RankNode,
     StrategyNode,
 )
-from llamabot.reasoning.anot.prompts import PHASE1_SYSTEM, PHASE2_SYSTEM, PHASE2_SYSTEM_DRAFT
+from llamabot.reasoning.anot.prompts import (
+    PHASE1_SYSTEM,
+    PHASE1_USER,
+    PHASE2_NOTE,
+    PHASE2_SYSTEM,
+    PHASE2_SYSTEM_DRAFT,
+    PHASE2_USER_DRAFT,
+    PHASE2_USER_EMPTY,
+    STEP_SYSTEM,
+)
 from llamabot.reasoning.anot.ranking import Ranking
 from llamabot.reasoning.anot.state import ANoTResult, new_anot_state
 from llamabot.reasoning.anot.stats import phase_stats
@@ -96,8 +106,9 @@ class ANoTBot(GraphBot):
         #: The run-time classes in the run state, for the state codec (``dumps_state(state, allowed=...)``,
         #: checkpoints): the vocabulary's strategy model and its condition model.
         self.state_classes = (self.strategy_model, condition_model(self.strategy_model))
+        phase1_system = PHASE1_SYSTEM.format(vocabulary=describe_vocabulary(self.vocabulary))
         planner = StructuredBot(
-            PHASE1_SYSTEM.format(vocabulary=describe_vocabulary(self.vocabulary)),
+            phase1_system,
             self.strategy_model,
             self.model,
             max_repairs=max_repairs,
@@ -105,6 +116,18 @@ class ANoTBot(GraphBot):
         )
         agent_kwargs = {**completion_kwargs, "max_tokens": agent_max_tokens}
         agent_system = PHASE2_SYSTEM_DRAFT if draft else PHASE2_SYSTEM
+        #: What each phase's calls are made with, and the prompt texts the bot sends (for an evaluation report's
+        #: provenance; the phase 2 tools' descriptions are prompt text too).
+        self.decoding = {
+            "phase1": {**completion_kwargs, "max_tokens": plan_max_tokens, "max_repairs": max_repairs},
+            "phase2": {**agent_kwargs, "max_iterations": max_iterations, "max_errors": max_errors,
+                       "history_limit": history_limit, "draft": draft},
+            "phase3": {**completion_kwargs, "max_tokens": step_max_tokens, "concurrency": concurrency},
+            "rank_by": rank_by,
+        }
+        self.prompt_texts = (phase1_system, PHASE1_USER, agent_system, PHASE2_USER_DRAFT, PHASE2_USER_EMPTY,
+                             PHASE2_NOTE, STEP_SYSTEM,
+                             *(json.dumps(as_tool(t).json_schema, sort_keys=True) for t in PHASE2_TOOLS))
         self.decide_node = LWTDecideNode(
             ToolBot(agent_system, self.model, tools=PHASE2_TOOLS, **agent_kwargs),
             ToolBot(agent_system, self.model, tools=PHASE2_TOOLS, tool_choice=done.tool.name, **agent_kwargs),

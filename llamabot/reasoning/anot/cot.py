@@ -78,6 +78,9 @@ class CoTBot:
         self.token_budget = token_budget
         self.count_tokens = count_tokens
         self.params = {**completion_kwargs, "max_tokens": max_tokens}
+        #: What its calls are made with, and the prompt texts it sends (for an evaluation report's provenance).
+        self.decoding = {"cot": dict(self.params), "token_budget": token_budget}
+        self.prompt_texts = (COT_SYSTEM, COT_USER)
         self.log = DebugLog.resolve(debug, debug_sink)
         self.last_result: CoTResult | None = None
 

@@ -18,6 +18,7 @@ from llamabot.models.seam import ChatModel
 from llamabot.reasoning.anot.data import Dataset, Request, select_candidates
 from llamabot.reasoning.anot.debug import DebugLog
 from llamabot.reasoning.anot.metrics import KS, hits_at, reciprocal_rank, summarize
+from llamabot.reasoning.provenance import provenance
 
 METHODS = ("anot", "cot")
 
@@ -64,6 +65,8 @@ class EvalReport:
     candidates: int
     seed: int | str
     records: list[RequestRecord] = field(default_factory=list)
+    #: Model, decoding settings, prompt versions and commit (:mod:`llamabot.reasoning.provenance`).
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """Hits@1..5, MRR, and means per request of seconds, calls, tokens and each phase's cost."""
@@ -102,6 +105,7 @@ class EvalReport:
             "dataset": self.dataset,
             "candidates": self.candidates,
             "seed": self.seed,
+            "provenance": self.provenance,
             "summary": self.summary(),
             "records": [asdict(r) for r in self.records],
         }
@@ -175,14 +179,19 @@ def evaluate(
     debug_sink: Callable[[str], None] | None = None,
     on_record: Callable[[RequestRecord], None] | None = None,
     request_ids: Sequence[str] | None = None,
+    on_start: Callable[[dict[str, Any]], None] | None = None,
     **bot_options: Any,
 ) -> EvalReport:
     """Evaluate ``method`` on the requests named by ``request_ids`` (default: all, in file order), the first
-    ``limit`` of them (all when ``None``). An unknown request id raises ``ValueError`` naming the known ones."""
+    ``limit`` of them (all when ``None``). An unknown request id raises ``ValueError`` naming the known ones.
+    ``on_start`` receives the report's provenance before the first request runs."""
     requests = select_requests(dataset, request_ids, limit)
     log = DebugLog.resolve(debug, debug_sink)
     bot = make_bot(method, model, log, **bot_options)
-    report = EvalReport(method, bot.model_name, dataset.name, candidates, seed)
+    report = EvalReport(method, bot.model_name, dataset.name, candidates, seed,
+                        provenance=provenance(bot.model_name, {method: bot.decoding}, {method: bot.prompt_texts}))
+    if on_start is not None:
+        on_start(report.provenance)
     for index, request in enumerate(requests):
         record = evaluate_request(bot, method, dataset, request, index, candidates, seed)
         report.records.append(record)

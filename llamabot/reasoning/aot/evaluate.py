@@ -174,6 +174,39 @@ def _trace_tokens(trace: Any) -> int:
     return sum(s.attributes["reply"].usage.total_tokens for s in trace.of_kind("model_call") if "reply" in s.attributes)
 
 
+#: The completion settings of the baselines (AoT's come from ``aot_options``).
+BASELINE_SETTINGS: dict[str, dict[str, Any]] = {"direct": {"max_tokens": 32}, "cot": {"max_tokens": 384}}
+
+
+def method_settings(methods: tuple[str, ...], aot_options: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """The settings each method runs with: AoT's bot options (``samples``, ``temperature``, re-plans...) with the
+    bot's defaults filled in, the baselines' completion settings. Raises ``ValueError`` for an unknown method."""
+    unknown = sorted(set(methods) - {"aot", *BASELINE_SETTINGS})
+    if unknown:
+        raise ValueError(f"unknown methods {unknown}; use aot, direct, cot")
+    settings: dict[str, dict[str, Any]] = {}
+    for method in methods:
+        if method == "aot":
+            settings[method] = {"max_replans": 2, "max_execution_replans": 1, "samples": 1, **(aot_options or {})}
+        else:
+            settings[method] = dict(BASELINE_SETTINGS[method])
+    return settings
+
+
+def method_prompts(methods: tuple[str, ...]) -> dict[str, list[str]]:
+    """The prompt texts each method sends (AoT: the planner's system prompt for the calculator tools, and its
+    re-plan messages), for the report's prompt versions."""
+    from llamabot.reasoning.aot.prompts import EXECUTION_FAILED_MESSAGE, REPLAN_MESSAGE, planner_prompt
+    from llamabot.toolkits.calculator import CALCULATOR_TOOLS
+    from llamabot.tools.tool import as_tool
+
+    texts = {"direct": [DIRECT_PROMPT], "cot": [COT_PROMPT]}
+    if "aot" in methods:
+        tools = {t.name: t for t in map(as_tool, CALCULATOR_TOOLS)}
+        texts["aot"] = [planner_prompt(tools, {}), REPLAN_MESSAGE, EXECUTION_FAILED_MESSAGE]
+    return {m: texts[m] for m in methods}
+
+
 def evaluate(
     problems: list[Problem],
     model_name: Any = None,
@@ -181,21 +214,21 @@ def evaluate(
     tolerance: float = 1e-4,
     methods: tuple[str, ...] = ("aot", "direct"),
     on_attempt: Callable[[str, Attempt], None] | None = None,
+    aot_options: dict[str, Any] | None = None,
 ) -> dict[str, MethodSummary]:
-    """Run each method on every problem with the same model; returns a summary per method."""
+    """Run each method on every problem with the same model; returns a summary per method. ``aot_options``:
+    keyword arguments of ``AoTBot`` (``samples``, ``temperature``, ``max_execution_replans``...)."""
     from llamabot.bot.simplebot import SimpleBot
     from llamabot.reasoning.aot.graph import AoTBot
 
+    settings = method_settings(methods, aot_options)
     runners: dict[str, tuple[Any, Callable[[Any, Problem, float], Attempt]]] = {}
     if "aot" in methods:
-        runners["aot"] = (AoTBot(model_name=model_name), run_aot)
-    if "direct" in methods:
-        runners["direct"] = (SimpleBot(DIRECT_PROMPT, model_name=model_name, max_tokens=32), run_direct)
-    if "cot" in methods:  # the same model reasoning step by step in text, then answering
-        runners["cot"] = (SimpleBot(COT_PROMPT, model_name=model_name, max_tokens=384), run_direct)
-    unknown = set(methods) - set(runners)
-    if unknown:
-        raise ValueError(f"unknown methods {sorted(unknown)}; use aot, direct, cot")
+        runners["aot"] = (AoTBot(model_name=model_name, **settings["aot"]), run_aot)
+    for baseline in ("direct", "cot"):  # the same model answering at once / reasoning step by step in text
+        if baseline in methods:
+            prompt = DIRECT_PROMPT if baseline == "direct" else COT_PROMPT
+            runners[baseline] = (SimpleBot(prompt, model_name=model_name, **settings[baseline]), run_direct)
     attempts: dict[str, list[Attempt]] = {m: [] for m in runners}
     for problem in problems:
         for method, (bot, runner) in runners.items():
@@ -206,11 +239,17 @@ def evaluate(
     return {m: summarise(m, a) for m, a in attempts.items()}
 
 
-def report(summaries: dict[str, MethodSummary], *, dataset: str, path: str, model: str) -> dict[str, Any]:
-    """A JSON-ready report of an evaluation."""
+def report(summaries: dict[str, MethodSummary], *, dataset: str, path: str, model: str,
+           aot_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A JSON-ready report of an evaluation, with its provenance (model, each method's settings, the sha256 of
+    each method's prompts, the commit: see :mod:`llamabot.reasoning.provenance`)."""
+    from llamabot.reasoning.provenance import provenance
+
+    methods = tuple(summaries)
     return {
         "dataset": dataset,
         "path": path,
         "model": model,
+        "provenance": provenance(model, method_settings(methods, aot_options), method_prompts(methods)),
         "methods": {m: asdict(s) for m, s in summaries.items()},
     }

@@ -20,6 +20,7 @@ from typing import Any
 
 from llamabot.errors import LlamabotError
 from llamabot.models.seam import ChatModel, get_model
+from llamabot.reasoning.provenance import provenance
 from llamabot.reasoning.tot.games.game24 import PuzzleError, check_game24, parse_puzzle
 from llamabot.reasoning.tot.games.game24_prompts import COT_PROMPT, IO_PROMPT, Game24Prompts, baseline_user
 from llamabot.reasoning.tot.games.game24_steps import extract_answer, is_solution_path
@@ -80,10 +81,14 @@ class MethodSummary:
 
 @dataclass(slots=True)
 class EvalReport:
+    """Every attempt of an evaluation, its configuration and its provenance (model, decoding settings per
+    method, prompt versions, commit: :mod:`llamabot.reasoning.provenance`)."""
+
     model: str
     dataset: str
     config: dict[str, Any]
     attempts: list[Attempt] = field(default_factory=list)
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     def summaries(self) -> list[MethodSummary]:
         """One summary per method, in the order the methods ran."""
@@ -108,6 +113,7 @@ class EvalReport:
             "model": self.model,
             "dataset": self.dataset,
             "config": self.config,
+            "provenance": self.provenance,
             "summary": [asdict(s) for s in self.summaries()],
             "attempts": [asdict(a) for a in self.attempts],
         }
@@ -184,6 +190,14 @@ def run_tot(model: ChatModel, puzzle: str, options: dict[str, Any], *, verify: b
     )
 
 
+def method_prompts(methods: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """The prompt texts each method sends (the baselines' few-shot prompts and user turn; ToT's Game-of-24
+    prompts), for the report's prompt versions."""
+    texts = {"io": (IO_PROMPT, baseline_user("1 2 3 4")), "cot": (COT_PROMPT, baseline_user("1 2 3 4")),
+             "tot": Game24Prompts().prompt_texts()}
+    return {m: texts[m] for m in methods}
+
+
 def evaluate_game24(
     puzzles: Sequence[str],
     model: str | ChatModel | None = None,
@@ -203,7 +217,9 @@ def evaluate_game24(
     options = {**GAME24_TOT_OPTIONS, **(tot_options or {})}
     config = {"methods": list(methods), "tot_options": dict(options), "verify": verify, "completion": completion_kwargs,
               "puzzles": len(puzzles)}
-    report = EvalReport(chat_model.name, dataset, config)
+    report = EvalReport(chat_model.name, dataset, config,
+                        provenance=provenance(chat_model.name, {m: dict(completion_kwargs) for m in methods},
+                                              method_prompts(methods)))
     for puzzle in puzzles:
         for method in methods:
             if method == "tot":

@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from llamabot.models.messages import Message, assistant, system, user
-from llamabot.reasoning.tot.messages import CallLLMStream, EvaluateThoughts, GenerateThoughts, ModelDirective
+from llamabot.reasoning.tot.messages import (
+    CallLLMStream,
+    EvaluateThoughts,
+    GenerateThoughts,
+    ModelDirective,
+    ThoughtEntry,
+)
 
 DEFAULT_GENERATION_PROMPT = (
     "You are a careful problem solver who works in small steps. Given a problem and the steps taken so far, "
@@ -119,3 +125,12 @@ class ToTPrompts:
     def answer(self, problem: str, path: tuple[str, ...]) -> str | None:
         """The answer a solution path gives; by default its last thought."""
         return path[-1] if path else None
+
+    def prompt_texts(self, problem: str = "1 2 3 4", path: tuple[str, ...] = ("1 + 2 = 3",)) -> tuple[str, ...]:
+        """The texts these prompts send, for a report's prompt version: both system prompts and the user turns
+        rendered for one fixed example (so that a change to any template changes the version)."""
+        generate = GenerateThoughts("version", "n0", problem, path, 3)
+        evaluate = EvaluateThoughts("version", "n0", problem, path, (ThoughtEntry("t1", "3 * 3 = 9"),))
+        repair = CallLLMStream("version", "generation", generate, "?", "not JSON")
+        return (self.generation_prompt, self.evaluation_prompt, self.generation_user(generate),
+                self.evaluation_user(evaluate), self.repair_user(repair))

@@ -13,7 +13,9 @@ from llamabot.cli import app
 from llamabot.models.reply import ModelRequest
 from llamabot.models.scripted import text
 from llamabot.reasoning.anot import CoTBot, evaluate, load_dataset
+from llamabot.reasoning.anot.bot import ANoTBot
 from llamabot.reasoning.anot.item_views import approx_tokens
+from llamabot.reasoning.provenance import git_commit, prompt_version
 
 from .helpers import FIXTURE_DATA, ITEMS, phase, three_phase_responder
 
@@ -106,6 +108,13 @@ def test_anot_cli_010_anot_command_evaluates_both_methods_and_writes_the_report(
     assert set(document["reports"]) == {"anot", "cot"} and document["config"]["seed"] == 3
     assert document["config"]["rank_by"] == "scores"
     assert document["token_ratio"] > 0
+    provenance = document["provenance"]  # ANOT-EVAL-030: how each method's report was made
+    assert set(provenance) == {"anot", "cot"} and provenance["anot"]["model"] == name
+    assert provenance["anot"]["decoding"]["anot"]["phase3"]["max_tokens"] == 128
+    assert provenance["anot"]["decoding"]["anot"]["phase3"]["concurrency"] == 8
+    assert provenance["cot"]["decoding"]["cot"]["cot"] == {"max_tokens": 512}
+    assert provenance["anot"]["commit"] == git_commit() and len(provenance["cot"]["prompts"]["cot"]) == 64
+    assert document["reports"]["anot"]["provenance"] == provenance["anot"]
     record = document["reports"]["anot"]["records"][0]
     assert set(record["phases"]) == {"P1", "P2", "P3"} and record["phases"]["P3"]["calls"] >= 1
 
@@ -127,6 +136,7 @@ def test_anot_cli_010_an_interrupted_run_keeps_the_finished_requests(tmp_path):
     assert result.exit_code != 0
     document = json.loads(out.read_text())
     assert document["partial"] is True and [r["request_id"] for r in document["records"]["anot"]] == ["R01"]
+    assert document["provenance"]["anot"]["prompts"]["anot"] == prompt_version(ANoTBot(ScriptedModel()).prompt_texts)
 
 
 def test_anot_cli_020_bad_arguments_are_refused():

@@ -12,8 +12,9 @@ from llamabot.graph.flow import DualNode
 from llamabot.models.scripted import ScriptedModel, json_reply, text
 from llamabot.models.scripted_provider import register_scripted_provider
 from llamabot.reasoning.aot import AoTBot, AsyncAoTBot, AtomExecutionError, PlanValidationError
-from llamabot.reasoning.aot.evaluate import evaluate, is_correct, load_problems, parse_number
+from llamabot.reasoning.aot.evaluate import DIRECT_PROMPT, evaluate, is_correct, load_problems, parse_number
 from llamabot.reasoning.aot.prompts import EXAMPLE_PLAN
+from llamabot.reasoning.provenance import git_commit, prompt_version, provenance, provenance_differences
 
 GOOD = EXAMPLE_PLAN
 BAD = {"atoms": [{"id": 1, "kind": "tool", "name": "sqrt", "input": {"x": 4}, "dependsOn": []}]}
@@ -196,3 +197,45 @@ def test_aot_eval_020_headerless_arith_csv_loads(tmp_path):
     arith.write_text("0,5*5/5*4+8-8+3*9,47.0\n1,8-8+2,2\n")
     problems = load_problems("arith", arith)
     assert [p.answer for p in problems] == [47.0, 2.0] and problems[0].question == "What is 5*5/5*4+8-8+3*9?"
+
+
+def test_aot_eval_050_the_report_records_model_settings_prompt_versions_and_commit(tmp_path):
+    def responder(request):
+        return json_reply(GOOD) if request.response_format else text("56")
+
+    name = register_scripted_provider(ScriptedModel(responder=responder, name="aot-prov"), prefix="scripted-aot-prov")
+    reports = []
+    for samples in (1, 3):
+        out = tmp_path / f"report{samples}.json"
+        result = CliRunner().invoke(app, ["eval", "aot", str(_arith_file()), "--dataset", "arith", "--model", name,
+                                          "--out", str(out), "--samples", str(samples)])
+        assert result.exit_code == 0, result.output
+        reports.append(json.loads(out.read_text())["provenance"])
+    first, second = reports
+    assert first["model"] == name
+    assert first["decoding"]["aot"] == {"max_replans": 2, "max_execution_replans": 1, "samples": 1}
+    assert first["decoding"]["direct"] == {"max_tokens": 32} and first["decoding"]["cot"] == {"max_tokens": 384}
+    assert set(first["prompts"]) == {"aot", "direct", "cot"} and all(len(h) == 64 for h in first["prompts"].values())
+    assert first["prompts"]["direct"] == prompt_version([DIRECT_PROMPT])
+    assert first["commit"] == git_commit() and first["commit"] != ""
+    assert provenance_differences(first, second) == ["decoding.aot.samples: 1 != 3"]
+
+
+def test_aot_eval_050_prompt_versions_change_with_the_text_and_the_commit_is_unknown_outside_git(tmp_path):
+    assert prompt_version("a") == prompt_version(["a"]) != prompt_version("b")
+    assert prompt_version(["ab", "c"]) != prompt_version(["a", "bc"])  # the split between texts counts too
+    assert git_commit(tmp_path) == "unknown"
+    with pytest.raises(ValueError, match="needs the model's name"):
+        provenance("", {}, {})
+
+
+def test_aot_cli_040_samples_and_execution_replans_reach_the_bot():
+    name = register_scripted_provider(ScriptedModel([json_reply(DIVIDE_BY_ZERO), json_reply(GOOD)] * 2,
+                                                    name="aot-sc"), prefix="scripted-aot-sc")
+    runner = CliRunner()
+    result = runner.invoke(app, ["aot", "q", "--model", name, "--samples", "2"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "failed plan, re-planned: atom 1 (tool 'divide')" in result.output and "answer: 56" in result.output
+    assert "samples: 56, 56; 2 votes for the answer" in result.output
+    refused = runner.invoke(app, ["aot", "q", "--model", name, "--samples", "2", "--temperature", "0"])
+    assert refused.exit_code == 2 and "needs temperature > 0" in refused.output

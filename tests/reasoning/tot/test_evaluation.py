@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from llamabot.models.scripted import ScriptedModel
+from llamabot.reasoning.provenance import git_commit, prompt_version
 from llamabot.reasoning.tot.evaluation import (
     GAME24_TOT_OPTIONS,
     DatasetError,
@@ -14,6 +16,7 @@ from llamabot.reasoning.tot.evaluation import (
     load_game24,
     run_baseline,
 )
+from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
 from tests.reasoning.tot.helpers import game24_oracle
 
 DEV = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "game24_dev.csv"
@@ -73,3 +76,15 @@ def test_tot_eval_030_the_report_compares_the_methods_on_the_same_model():
     assert len(data["attempts"]) == 6 and data["summary"][2]["method"] == "tot"
     with pytest.raises(ValueError, match="unknown method"):
         evaluate_game24(["1 1 4 6"], model, methods=["tot", "magic"])
+
+
+def test_tot_eval_050_the_report_records_model_decoding_prompt_versions_and_commit():
+    model = ScriptedModel(responder=game24_oracle)
+    report = evaluate_game24(["4 9 10 13"], model, methods=["io", "tot"], max_tokens=64).to_dict()
+    provenance = report["provenance"]
+    assert provenance["model"] == "scripted" and provenance["commit"] == git_commit()
+    assert provenance["decoding"] == {"io": {"max_tokens": 64}, "tot": {"max_tokens": 64}}
+    assert provenance["prompts"]["tot"] == prompt_version(Game24Prompts().prompt_texts())
+    assert set(provenance["prompts"]) == {"io", "tot"} and provenance["prompts"]["io"] != provenance["prompts"]["tot"]
+    changed = replace(Game24Prompts(), evaluation_prompt="Score the steps.")
+    assert prompt_version(changed.prompt_texts()) != provenance["prompts"]["tot"]
