@@ -89,9 +89,8 @@ class OTelHook(RunHooks):
         self.tracer = provider.get_tracer("llamabot", _llamabot_version())
         self.capture_content = capture_from_env() if capture_content is None else bool(capture_content)
         self._key = f"_otel_{id(self):x}"  # where this hook keeps the OTel span of each of our spans
-        self.owned_provider: Any = (
-            None  # a provider instrument() made from the environment (shut down by uninstrument)
-        )
+        # a provider that instrument() made from the environment, for uninstrument() to shut down
+        self.owned_provider: Any = None
 
     # -- the hook -----------------------------------------------------------------------------------------
 
