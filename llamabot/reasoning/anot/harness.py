@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from llamabot.models.seam import ChatModel
+from llamabot.observe.provenance import provenance
 from llamabot.reasoning.anot.data import Dataset, Request, select_candidates
 from llamabot.reasoning.anot.debug import DebugLog
 from llamabot.reasoning.anot.metrics import KS, hits_at, reciprocal_rank, summarize
-from llamabot.reasoning.provenance import provenance
 
 METHODS = ("anot", "cot")
 
@@ -65,7 +65,7 @@ class EvalReport:
     candidates: int
     seed: int | str
     records: list[RequestRecord] = field(default_factory=list)
-    #: Model, decoding settings, prompt versions and commit (:mod:`llamabot.reasoning.provenance`).
+    #: Model, decoding settings, prompt versions and commit (:mod:`llamabot.observe.provenance`).
     provenance: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:

@@ -242,8 +242,8 @@ def evaluate(
 def report(summaries: dict[str, MethodSummary], *, dataset: str, path: str, model: str,
            aot_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """A JSON-ready report of an evaluation, with its provenance (model, each method's settings, the sha256 of
-    each method's prompts, the commit: see :mod:`llamabot.reasoning.provenance`)."""
-    from llamabot.reasoning.provenance import provenance
+    each method's prompts, the commit: see :mod:`llamabot.observe.provenance`)."""
+    from llamabot.observe.provenance import provenance
 
     methods = tuple(summaries)
     return {

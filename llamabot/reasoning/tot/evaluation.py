@@ -20,7 +20,7 @@ from typing import Any
 
 from llamabot.errors import LlamabotError
 from llamabot.models.seam import ChatModel, get_model
-from llamabot.reasoning.provenance import provenance
+from llamabot.observe.provenance import provenance
 from llamabot.reasoning.tot.games.game24 import PuzzleError, check_game24, parse_puzzle
 from llamabot.reasoning.tot.games.game24_prompts import COT_PROMPT, IO_PROMPT, Game24Prompts, baseline_user
 from llamabot.reasoning.tot.games.game24_steps import extract_answer, is_solution_path
@@ -82,7 +82,7 @@ class MethodSummary:
 @dataclass(slots=True)
 class EvalReport:
     """Every attempt of an evaluation, its configuration and its provenance (model, decoding settings per
-    method, prompt versions, commit: :mod:`llamabot.reasoning.provenance`)."""
+    method, prompt versions, commit: :mod:`llamabot.observe.provenance`)."""
 
     model: str
     dataset: str

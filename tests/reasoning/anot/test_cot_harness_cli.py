@@ -12,10 +12,10 @@ from llamabot import ScriptedModel
 from llamabot.cli import app
 from llamabot.models.reply import ModelRequest
 from llamabot.models.scripted import text
+from llamabot.observe.provenance import git_commit, prompt_version
 from llamabot.reasoning.anot import CoTBot, evaluate, load_dataset
 from llamabot.reasoning.anot.bot import ANoTBot
 from llamabot.reasoning.anot.item_views import approx_tokens
-from llamabot.reasoning.provenance import git_commit, prompt_version
 
 from .helpers import FIXTURE_DATA, ITEMS, phase, three_phase_responder
 

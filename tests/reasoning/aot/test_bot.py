@@ -11,10 +11,10 @@ from llamabot.cli import app
 from llamabot.graph.flow import DualNode
 from llamabot.models.scripted import ScriptedModel, json_reply, text
 from llamabot.models.scripted_provider import register_scripted_provider
+from llamabot.observe.provenance import git_commit, prompt_version, provenance, provenance_differences
 from llamabot.reasoning.aot import AoTBot, AsyncAoTBot, AtomExecutionError, PlanValidationError
 from llamabot.reasoning.aot.evaluate import DIRECT_PROMPT, evaluate, is_correct, load_problems, parse_number
 from llamabot.reasoning.aot.prompts import EXAMPLE_PLAN
-from llamabot.reasoning.provenance import git_commit, prompt_version, provenance, provenance_differences
 
 GOOD = EXAMPLE_PLAN
 BAD = {"atoms": [{"id": 1, "kind": "tool", "name": "sqrt", "input": {"x": 4}, "dependsOn": []}]}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from llamabot.models.scripted import ScriptedModel
-from llamabot.reasoning.provenance import git_commit, prompt_version
+from llamabot.observe.provenance import git_commit, prompt_version
 from llamabot.reasoning.tot.evaluation import (
     GAME24_TOT_OPTIONS,
     DatasetError,
