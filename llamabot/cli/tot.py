@@ -27,6 +27,7 @@ BRANCHING_OPTION = typer.Option(3, "--branching", "-b", help="Thoughts asked for
 DEPTH_OPTION = typer.Option(3, "--depth", "-d", help="Maximum depth of the tree (the game needs 3 steps).")
 VERIFY_OPTION = typer.Option(False, "--verify", help="Game of 24: stop at the first path the checker accepts.")
 MAX_TOKENS_OPTION = typer.Option(256, "--max-tokens", help="Upper bound on each reply's length in tokens.")
+MAX_CALLS_OPTION = typer.Option(None, "--max-calls", min=2, help="Model-call budget (generate, evaluate, repair).")
 
 
 def _score_style(score: float | None) -> str:
@@ -75,7 +76,8 @@ def tot_command(
     strategy: str = STRATEGY_OPTION,
     beam: Optional[int] = BEAM_OPTION,  # noqa: UP045
     max_nodes: int = typer.Option(40, "--max-nodes", help="Hard cap on the nodes of the tree."),
-    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Wall-time budget."),  # noqa: UP045
+    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Wall-time budget (off by default)."),  # noqa: UP045
+    max_calls: Optional[int] = MAX_CALLS_OPTION,  # noqa: UP045
     verify: bool = VERIFY_OPTION,
     stream: bool = typer.Option(True, help="Show the model's text as it is generated."),
     mermaid: bool = typer.Option(False, "--mermaid", help="Also print the explored tree as mermaid."),
@@ -103,7 +105,7 @@ def tot_command(
     options = {
         "branching_factor": branching, "max_depth": depth, "traversal_strategy": strategy, "beam_width": beam,
         "max_nodes": max_nodes, "max_duration_ms": max_seconds * 1000 if max_seconds else None,
-        "min_depth": depth if is_game else min(2, depth),
+        "max_model_calls": max_calls, "min_depth": depth if is_game else min(2, depth),
     }
     live = Live(console=console, refresh_per_second=8)
     state: dict[str, Any] = {"machine": None, "streamed": []}
@@ -163,7 +165,10 @@ def eval_tot_command(
     strategy: str = STRATEGY_OPTION,
     beam: Optional[int] = BEAM_OPTION,  # noqa: UP045
     max_nodes: int = typer.Option(16, "--max-nodes", help="Hard cap on each tree's nodes."),
-    max_seconds: float = typer.Option(60.0, "--max-seconds", help="Wall-time budget of each ToT search."),
+    max_seconds: Optional[float] = typer.Option(  # noqa: UP045
+        None, "--max-seconds", help="Wall-time budget of each ToT search (off by default: it depends on the machine)."
+    ),
+    max_calls: Optional[int] = typer.Option(12, "--max-calls", min=2, help="Model-call budget of each ToT search."),  # noqa: UP045
     verify: bool = VERIFY_OPTION,
     max_tokens: int = MAX_TOKENS_OPTION,
 ) -> None:
@@ -184,7 +189,8 @@ def eval_tot_command(
         errors.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2) from exc
     options = {"branching_factor": branching, "max_depth": depth, "min_depth": depth, "traversal_strategy": strategy,
-               "beam_width": beam, "max_nodes": max_nodes, "max_duration_ms": max_seconds * 1000}
+               "beam_width": beam, "max_nodes": max_nodes, "max_model_calls": max_calls,
+               "max_duration_ms": max_seconds * 1000 if max_seconds else None}
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console)
     task = progress.add_task("evaluating", total=len(puzzles) * len(chosen))

@@ -29,14 +29,17 @@ from llamabot.reasoning.tot.machine import path_texts
 METHODS = ("io", "cot", "tot")
 
 #: ToT defaults for the Game of 24 on a small local model: three steps, only full paths count as answers,
-#: and a budget that keeps one puzzle to about ten model calls.
+#: and budgets in model calls and nodes (not seconds, so a result does not depend on the machine's speed):
+#: at most 12 calls (six expansions) and 16 nodes per puzzle. A wall-clock limit stays available
+#: (``max_duration_ms``, ``--max-seconds``), off by default.
 GAME24_TOT_OPTIONS: Mapping[str, Any] = MappingProxyType({
     "branching_factor": 3,
     "max_depth": 3,
     "min_depth": 3,
     "traversal_strategy": "best_first",
     "max_nodes": 16,
-    "max_duration_ms": 60_000,
+    "max_model_calls": 12,
+    "max_duration_ms": None,
     "top_k": 3,
 })
 

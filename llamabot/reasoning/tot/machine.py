@@ -49,7 +49,7 @@ from llamabot.reasoning.tot.tree import (
 __all__ = [
     "BUSY", "TRANSITIONS", "Env", "Status", "TerminationReason", "ToTError", "ToTMachine", "ToTOptions",
     "Traversal", "find_best_leaf", "find_leaves", "from_dict", "get_children", "get_node", "get_path_to_node",
-    "new_machine", "parse_scores", "parse_thoughts", "path_texts", "ranked_leaves", "to_dict", "update",
+    "model_calls", "new_machine", "parse_scores", "parse_thoughts", "path_texts", "ranked_leaves", "to_dict", "update",
 ]
 
 FALLBACK_SCORE = 0.5  # the seed's score for a thought whose score could not be read, once retries are spent
@@ -70,6 +70,7 @@ class TerminationReason(str, Enum):
     MAX_DEPTH = "max_depth"  # the frontier ran out: every branch reached ``max_depth`` or was closed
     MAX_NODES = "max_nodes"
     MAX_DURATION = "max_duration"
+    MAX_MODEL_CALLS = "max_model_calls"  # the next expansion would not fit in ``max_model_calls``
     CONVERGED = "converged"
     ERROR = "error"
 
@@ -197,6 +198,16 @@ def _request_count(m: ToTMachine) -> int:
     return max(0, min(m.options.branching_factor, m.options.max_nodes - len(m.nodes)))
 
 
+def model_calls(m: ToTMachine) -> int:
+    """The model calls this search has asked for so far (generations, evaluations and repairs)."""
+    return 0 if m.run_id is None else m.call_seq + 1
+
+
+def _calls_left(m: ToTMachine) -> int | None:
+    budget = m.options.max_model_calls
+    return None if budget is None else budget - model_calls(m)
+
+
 def _call_id(m: ToTMachine) -> tuple[ToTMachine, str]:
     seq = m.call_seq + 1
     return replace(m, call_seq=seq), f"{m.run_id}.{seq}"
@@ -208,6 +219,14 @@ def _current_request(m: ToTMachine) -> GenerateThoughts | EvaluateThoughts:
     if m.status is S.GENERATING:
         return GenerateThoughts(m.current_call_id or "", node_id, m.prompt or "", path, _request_count(m))
     return EvaluateThoughts(m.current_call_id or "", node_id, m.prompt or "", path, m.pending_thoughts)
+
+
+def _can_retry(m: ToTMachine, phase: Phase) -> bool:
+    """A repair call is left in the retry budget and, with the evaluation a generation still needs, in the
+    model-call budget."""
+    left = _calls_left(m)
+    needed = 2 if phase == "generation" else 1
+    return m.request_retries < m.options.max_parse_retries and (left is None or left >= needed)
 
 
 def _retry(m: ToTMachine, phase: Phase, raw: str | None, error: str) -> tuple[ToTMachine, list[Directive]]:
@@ -233,7 +252,7 @@ def _on_thoughts(m: ToTMachine, thoughts: list[str], raw: str | None, env: Env) 
             cleaned.append(text)
     cleaned = cleaned[: _request_count(m)]
     if not cleaned:
-        if m.request_retries < m.options.max_parse_retries:
+        if _can_retry(m, "generation"):
             return _retry(m, "generation", raw, "no thoughts could be read from the reply")
         # Close this branch and go on with the frontier (the seed ended the whole search in error).
         m = replace(m, parser_errors=(*m.parser_errors, "generation_parse_failed"),
@@ -252,7 +271,7 @@ def _on_scores(m: ToTMachine, scores: dict[str, Any], raw: str | None, env: Env)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:  # not NaN
             clean[key] = min(max(float(value), 0.0), 1.0)
     missing = [t.id for t in m.pending_thoughts if t.id not in clean]
-    if missing and m.request_retries < m.options.max_parse_retries:
+    if missing and _can_retry(m, "evaluation"):
         return _retry(m, "evaluation", raw, f"no score could be read for {', '.join(missing)}")
     if missing:  # the retry budget is spent: the seed's fallback score, recorded in the diagnostics
         m = replace(m, parser_errors=(*m.parser_errors, "evaluation_fallback"),
@@ -311,6 +330,9 @@ def _expand(m: ToTMachine, env: Env) -> tuple[ToTMachine, list[Directive]]:
         return _complete(m, TerminationReason.MAX_NODES, None, env)
     if o.max_duration_ms is not None and _elapsed(m, env) is not None and _elapsed(m, env) >= o.max_duration_ms:
         return _complete(m, TerminationReason.MAX_DURATION, None, env)
+    left = _calls_left(m)
+    if left is not None and left < 2 and m.frontier:  # an expansion is a generation and an evaluation
+        return _complete(m, TerminationReason.MAX_MODEL_CALLS, None, env)
     if not m.frontier:
         return _complete(m, TerminationReason.MAX_DEPTH, None, env)
     node_id, rest = m.frontier[0], m.frontier[1:]

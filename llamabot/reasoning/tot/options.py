@@ -22,7 +22,11 @@ class Traversal(str, Enum):
 @dataclass(frozen=True, slots=True)
 class ToTOptions:
     """Search options, with the seed's defaults. ``traversal_strategy``: ``best_first``, ``bfs`` or ``dfs``;
-    ``beam_width`` caps the best-first frontier; ``convergence_window`` 1 disables convergence."""
+    ``beam_width`` caps the best-first frontier; ``convergence_window`` 1 disables convergence.
+
+    Budgets: ``max_nodes`` (tree size) and ``max_model_calls`` (every generate, evaluate and repair call; a
+    search never starts an expansion it cannot finish within it) bound a search the same way on any machine;
+    ``max_duration_ms`` (wall clock, off by default) depends on the machine's speed."""
 
     branching_factor: int = 3
     max_depth: int = 3
@@ -31,6 +35,7 @@ class ToTOptions:
     min_depth: int = 2
     max_nodes: int = 100
     max_duration_ms: float | None = None
+    max_model_calls: int | None = None
     beam_width: int | None = None
     early_success_threshold: float = 1.0
     convergence_window: int = 2
@@ -54,6 +59,10 @@ class ToTOptions:
             raise ToTError(f"min_depth ({self.min_depth}) cannot exceed max_depth ({self.max_depth})")
         if self.beam_width is not None and (not isinstance(self.beam_width, int) or self.beam_width < 1):
             raise ToTError(f"beam_width must be None or an integer >= 1, got {self.beam_width!r}")
+        calls = self.max_model_calls
+        if calls is not None and (not isinstance(calls, int) or isinstance(calls, bool) or calls < 2):
+            raise ToTError(f"max_model_calls must be None or an integer >= 2 (one generation and one evaluation), "
+                           f"got {calls!r}")
         if self.max_duration_ms is not None and not self.max_duration_ms > 0:
             raise ToTError(f"max_duration_ms must be None or > 0, got {self.max_duration_ms!r}")
         if not self.early_success_threshold >= 0:

@@ -8,7 +8,7 @@ from llamabot.reasoning.tot.games.game24 import check_game24
 from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
 from llamabot.reasoning.tot.graph import ToTBot
 
-ENDINGS = {"success", "threshold", "max_depth", "max_nodes", "max_duration", "converged"}
+ENDINGS = {"success", "threshold", "max_depth", "max_nodes", "max_duration", "max_model_calls", "converged"}
 
 
 @pytest.mark.local_model

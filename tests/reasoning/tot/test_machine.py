@@ -204,7 +204,8 @@ def test_tot_mach_120_from_dict_rejects_what_it_cannot_restore_naming_it():
 def test_tot_mach_130_options_have_the_seed_defaults():
     assert ToTOptions().to_dict() == {
         "branching_factor": 3, "max_depth": 3, "traversal_strategy": "best_first", "top_k": 3, "min_depth": 2,
-        "max_nodes": 100, "max_duration_ms": None, "beam_width": None, "early_success_threshold": 1.0,
+        "max_nodes": 100, "max_duration_ms": None, "max_model_calls": None, "beam_width": None,
+        "early_success_threshold": 1.0,
         "convergence_window": 2, "min_score_improvement": 0.02, "max_parse_retries": 1,
     }
 
@@ -212,7 +213,7 @@ def test_tot_mach_130_options_have_the_seed_defaults():
 @pytest.mark.parametrize(
     ("option", "value"),
     [("branching_factor", 0), ("max_depth", 0), ("traversal_strategy", "random"), ("top_k", 0), ("max_nodes", 1),
-     ("min_depth", 5), ("beam_width", 0), ("max_duration_ms", 0), ("max_parse_retries", -1),
+     ("min_depth", 5), ("beam_width", 0), ("max_duration_ms", 0), ("max_parse_retries", -1), ("max_model_calls", 1),
      ("convergence_window", 0), ("early_success_threshold", -0.1)],
 )
 def test_tot_mach_130_invalid_options_raise_tot_error_naming_the_option(option, value):

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from llamabot.reasoning.tot.machine import Env, Status, TerminationReason, get_node, new_machine, update
+from llamabot.reasoning.tot.machine import (
+    Env,
+    Status,
+    TerminationReason,
+    get_node,
+    model_calls,
+    new_machine,
+    update,
+)
 from llamabot.reasoning.tot.messages import (
     GenerateThoughts,
     LLMResult,
@@ -151,3 +159,24 @@ def test_tot_term_070_error_when_a_call_fails_or_nothing_could_be_scored():
     machine, directives = update(machine, LLMResult(directives[0].call_id, text="no list here"))
     machine, directives = update(machine, LLMResult(directives[0].call_id, text="still nothing"))
     assert machine.status is Status.ERROR and "before any thought was scored" in machine.error
+
+
+def test_tot_term_080_max_model_calls_stops_before_an_expansion_that_would_not_fit():
+    machine, seen = drive(new_machine(branching_factor=2, max_depth=3, **{**OPEN, "max_model_calls": 5}), numbered,
+                          scores_from({}))
+    assert machine.termination_reason is TerminationReason.MAX_MODEL_CALLS
+    assert len(seen) == 4 and model_calls(machine) == 4  # two expansions; a third would need calls 5 and 6
+    assert build_result(machine).best is not None  # the best answer so far is still reported
+
+
+def test_tot_term_080_a_repair_is_only_asked_for_when_the_budget_holds_it():
+    machine = new_machine(**{**OPEN, "max_model_calls": 2})
+    machine, directives = update(machine, Start("p", "run"))
+    machine, directives = update(machine, LLMResult(directives[0].call_id, text="no list here"))
+    # a repair (call 2) would leave no call for the evaluation: the branch closes instead, and with nothing
+    # scored the search ends in error rather than overspending
+    assert model_calls(machine) == 1 and machine.status is Status.ERROR
+    roomy = new_machine(**{**OPEN, "max_model_calls": 3})
+    roomy, directives = update(roomy, Start("p", "run"))
+    roomy, directives = update(roomy, LLMResult(directives[0].call_id, text="no list here"))
+    assert model_calls(roomy) == 2 and roomy.status is Status.GENERATING  # the repair fits: 2 calls + evaluation
