@@ -100,12 +100,30 @@ def trace_tree(trace):  # noqa: ANN001, ANN201 - rich types stay out of the impo
 
 def step_printer():  # noqa: ANN201 - rich and the hook base load with the command
     """A lifecycle hook that prints each decision and tool call of the outermost run to stderr as it happens
-    (the embedded model can take many seconds per decision: show that it is working)."""
+    (the embedded model can take many seconds per decision: show that it is working), and the answer to stdout
+    as the model writes it (``streamed`` holds what it printed)."""
+    from llamabot.graph.decision import RESPOND
+    from llamabot.observe.answer_stream import AnswerStreams
     from llamabot.observe.hooks import RunHooks
 
     class StepPrinter(RunHooks):
         def __init__(self) -> None:
             self.depth = 0
+            self.answers = AnswerStreams({RESPOND: "response"})
+            self.streamed: list[str] = []
+
+        def on_tool_call_delta(self, span, delta) -> None:  # noqa: ANN001
+            if self.depth == 1:
+                self._show(self.answers.feed(span.span_id, delta))
+
+        def on_model_call_end(self, span, state) -> None:  # noqa: ANN001
+            if self.depth == 1:
+                self._show(self.answers.finish(span.span_id))
+
+        def _show(self, text: str) -> None:
+            if text:
+                self.streamed.append(text)
+                console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
 
         def on_run_start(self, span, state) -> None:  # noqa: ANN001
             self.depth += 1
@@ -144,7 +162,7 @@ def agent(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not show the steps as they happen (stderr)."),
 ) -> None:
     """Answer a question with the reference agent graph (tools + the embedded model by default); each decision
-    and tool call is shown on stderr as it happens."""
+    and tool call is shown on stderr as it happens, and the answer on stdout as the model writes it."""
     from contextlib import ExitStack
 
     from llamabot.agents.agentbot import AgentBot
@@ -157,8 +175,9 @@ def agent(
             from llamabot.tools.mcp import mcp_tools
 
             tools += [t for server in mcp_servers for t in servers.enter_context(mcp_tools(server))]
+        printer = None if quiet else step_printer()
         bot = AgentBot(tools=tools, model_name=model, max_iterations=max_iterations,
-                       hooks=() if quiet else (step_printer(),))
+                       hooks=() if printer is None else (printer,))
         answer = bot(question)
     except (LlamabotError, ValueError, RuntimeError) as exc:
         err_console.print(f"[red]error:[/red] {exc}")
@@ -167,9 +186,14 @@ def agent(
         raise typer.Exit(1) from exc
     finally:
         servers.close()
+    streamed = "".join(printer.streamed) if printer is not None else ""
+    if streamed:
+        console.print()  # end the answer printed as it was written
     if show_trace:
         console.print(trace_tree(bot.last_trace))
-    console.print(str(answer), markup=False, highlight=False)
+        console.print(f"[dim]usage: {bot.last_trace.usage.describe()}[/dim]", highlight=False)
+    if streamed != str(answer) or show_trace:
+        console.print(str(answer), markup=False, highlight=False)
 
 
 @models_app.callback(invoke_without_command=True)

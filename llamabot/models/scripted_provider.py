@@ -1,6 +1,7 @@
 """The scripted model behind LiteLLM: register a :class:`ScriptedModel` as a LiteLLM custom provider, so a
-plain model string (``"scripted/anything"``) reaches it through ``litellm.completion``. Used to test the
-LiteLLM path offline (CLI, services) and to measure LiteLLM's own cost next to the framework's.
+plain model string (``"scripted/anything"``) reaches it through ``litellm.completion`` (streaming too: text
+word by word, tool calls in pieces). Used to test the LiteLLM path offline (CLI, services) and to measure
+LiteLLM's own cost next to the framework's.
 
 Importing this module imports LiteLLM.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from litellm import CustomLLM
@@ -67,6 +69,40 @@ class ScriptedProvider(CustomLLM):
 
     async def acompletion(self, model: str, messages: list, *args: Any, optional_params: dict | None = None, **kwargs: Any) -> ModelResponse:
         return _response(await self.model.acomplete(self._request(model, messages, optional_params)), model)
+
+    def streaming(self, model: str, messages: list, *args: Any, optional_params: dict | None = None, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        yield from _chunks(self.model.complete(self._request(model, messages, optional_params)))
+
+    async def astreaming(self, model: str, messages: list, *args: Any, optional_params: dict | None = None, **kwargs: Any) -> AsyncIterator[dict[str, Any]]:
+        for piece in _chunks(await self.model.acomplete(self._request(model, messages, optional_params))):
+            yield piece
+
+
+#: Characters per streamed piece of a tool call's arguments.
+STREAM_PIECE = 4
+
+
+def _chunks(reply: ModelReply) -> Iterator[dict[str, Any]]:
+    """The reply as LiteLLM GenericStreamingChunks: its text word by word, then each tool call's arguments in
+    pieces (id and name with the first), then the finish with the usage."""
+    def chunk(text: str = "", tool_use: dict[str, Any] | None = None, finish: str = "", usage: Any = None):
+        return {"text": text, "tool_use": tool_use, "is_finished": bool(finish), "finish_reason": finish,
+                "usage": usage, "index": 0}
+
+    if reply.content:
+        words = reply.content.split(" ")
+        for index, word in enumerate(words):
+            yield chunk(word if index == len(words) - 1 else word + " ")
+    for index, call in enumerate(reply.tool_calls):
+        for start in range(0, max(len(call.arguments), 1), STREAM_PIECE):
+            first = start == 0
+            yield chunk(tool_use={"id": call.id if first else None, "type": "function", "index": index,
+                                  "function": {"name": call.name if first else None,
+                                               "arguments": call.arguments[start:start + STREAM_PIECE]}})
+    usage = reply.usage
+    yield chunk(finish=reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop"),
+                usage={"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+                       "total_tokens": usage.total_tokens})
 
 
 def register_scripted_provider(model: ScriptedModel, prefix: str = "scripted", zero_cost: bool = True) -> str:

@@ -165,3 +165,16 @@ def test_agt_cli_040_agent_command_shows_each_tool_call_as_it_happens_unless_qui
     quiet = CliRunner().invoke(app, ["agent", "q", "--quiet", "--model", quiet_name, "--tool",
                                      "llamabot.toolkits.calculator:multiply"])
     assert quiet.exit_code == 0 and "multiply(" not in quiet.output and quiet.output.strip() == "437"
+
+
+def test_agt_stream_100_agent_command_prints_the_answer_as_it_is_written():
+    answer = "The product of 23 and 19 is 437, as multiply said."
+    model = ScriptedModel([tool_call("multiply", a=23, b=19), tool_call("respond_to_user", response=answer)])
+    name = register_scripted_provider(model, prefix="scripted-cli-stream")
+    result = CliRunner().invoke(app, ["agent", "q", "--model", name, "--tool", "llamabot.toolkits.calculator:multiply"],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    # the answer reached stdout while the model wrote it: before the respond_to_user step line (printed on stderr
+    # when that tool has run), and stdout holds it once
+    assert result.stdout.strip() == answer
+    assert result.output.index(answer) < result.output.index("respond_to_user(")
