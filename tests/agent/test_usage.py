@@ -143,3 +143,19 @@ def test_agt_use_060_a_bot_run_inside_a_tool_shares_the_outer_run_usage_and_limi
 def test_agt_use_070_invalid_limits_are_refused_when_made(bad):
     with pytest.raises(ValueError, match="UsageLimits"):
         UsageLimits(**bad)
+
+
+def test_agt_use_080_every_graph_bot_obeys_limits_given_to_a_run_or_set_on_the_bot():
+    from llamabot.models.scripted import json_reply
+    from llamabot.reasoning.aot import AoTBot
+
+    invalid_plan = {"atoms": [{"id": 1, "kind": "tool", "name": "sqrt", "input": {"x": 4}, "dependsOn": []}]}
+    model = ScriptedModel([json_reply(invalid_plan)] * 6)
+    with pytest.raises(UsageLimitExceeded) as info:
+        AoTBot(model_name=model, max_replans=5)("q", usage_limits=UsageLimits(max_requests=2))
+    assert info.value.usage.requests == 2 and len(model.requests) == 2
+    bot = AoTBot(model_name=ScriptedModel([json_reply(invalid_plan)] * 6), max_replans=5)
+    bot.usage_limits = UsageLimits(max_requests=3)
+    with pytest.raises(UsageLimitExceeded):
+        bot("q")
+    assert bot.last_trace.usage.requests == 3
