@@ -13,7 +13,11 @@ included: the JSON schema as given for the MCP tool, pydantic for the local one)
 - ``sdk_call_us``: the ``mcp`` package's own ``Client.call_tool`` on a second process of the same server, timed
   inside its own loop: the floor that the transport and the server set. Its samples alternate with the MCP
   tool's (a shared machine's busy moments hit both alike). ``over_sdk_us`` = ``mcp_call_us - sdk_call_us``: what llamabot adds
-  (the thread hop, validation, the result conversion, the tool-call logic).
+  (the thread hop, validation, the result conversion, the tool-call logic). ``thread_hop_us``: a no-op
+  coroutine's round trip from this thread to a loop thread and back, alternated with the others: the part of
+  ``over_sdk_us`` that is the operating system's scheduling, large on a busy machine.
+- ``mcp_cpu_us``, ``sdk_cpu_us``, ``over_sdk_cpu_us``: the same per call in CPU time of this process (all its
+  threads; not the server's): llamabot's own work per call, which a busy machine disturbs far less than wall time.
 - ``startup_ms``: ``mcp_tools(command)`` until the tools are listed (process start, handshake, listing).
 
     python benchmarks/mcp_overhead.py [--quick]
@@ -72,49 +76,61 @@ def add(a: float, b: float) -> float:
     return a + b
 
 
-def median_us(sample: Callable[[], float]) -> float:
-    """The median of :data:`SAMPLES` samples (each: seconds per call), in microseconds, gc off."""
-    return alternated_us(sample)[0]
+Sampler = Callable[[], tuple[float, float]]
 
 
-def alternated_us(*samples: Callable[[], float]) -> list[float]:
+def timed(run: Callable[[], object], calls: int) -> tuple[float, float]:
+    """``run()`` (which makes ``calls`` calls): seconds per call, wall and CPU. CPU is this process's (every
+    thread: the sessions' loop threads included; the server processes excluded), which a busy machine disturbs far
+    less than wall time."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    run()
+    return (time.perf_counter() - wall) / calls, (time.process_time() - cpu) / calls
+
+
+def alternated_us(*samplers: Sampler) -> list[tuple[float, float]]:
     """Each sampler run :data:`SAMPLES` times, taking turns (so that a busy moment of a shared machine hits them
-    alike), gc off; the median of each, in microseconds."""
+    alike), gc off; per sampler the median wall and CPU time per call, in microseconds."""
     gc.collect()
     gc.disable()
     try:
-        taken: list[list[float]] = [[] for _ in samples]
+        taken: list[list[tuple[float, float]]] = [[] for _ in samplers]
         for _ in range(SAMPLES):
-            for sample, into in zip(samples, taken, strict=True):
+            for sample, into in zip(samplers, taken, strict=True):
                 into.append(sample())
-        return [statistics.median(t) * 1e6 for t in taken]
+        return [
+            (statistics.median(w for w, _ in t) * 1e6, statistics.median(c for _, c in t) * 1e6)
+            for t in taken
+        ]
     finally:
         gc.enable()
 
 
-def per_call(call: Callable[[], object], n: int) -> Callable[[], float]:
-    def sample() -> float:
-        started = time.perf_counter()
+def per_call(call: Callable[[], object], n: int) -> Sampler:
+    def run() -> None:
         for _ in range(n):
             call()
-        return (time.perf_counter() - started) / n
 
-    return sample
+    return lambda: timed(run, n)
 
 
-def async_per_call(make: Callable[[], object], n: int, concurrent: int = 1) -> Callable[[], float]:
-    async def batch() -> float:
-        started = time.perf_counter()
-        for _ in range(n // concurrent):
+def async_per_call(make: Callable[[], object], n: int, concurrent: int = 1) -> Sampler:
+    rounds = n // concurrent
+
+    async def batch() -> None:
+        for _ in range(rounds):
             await asyncio.gather(*(make() for _ in range(concurrent)))
-        return (time.perf_counter() - started) / (n // concurrent * concurrent)
 
-    return lambda: asyncio.run(batch())
+    return lambda: timed(lambda: asyncio.run(batch()), rounds * concurrent)
+
+
+async def nothing() -> None:
+    """A coroutine that does nothing: its round trip to a loop thread is the cost of one thread hand-off."""
 
 
 class SdkSession:
     """The ``mcp`` client alone on another server process of the same script, in a loop thread of its own: each
-    sample is ``n`` sequential ``Client.call_tool`` timed inside that loop (no thread hop, no llamabot)."""
+    sample is ``n`` sequential ``Client.call_tool`` made inside that loop (one hand-off per sample, not per call)."""
 
     def __init__(self, command: list[str]):
         self.loop = asyncio.new_event_loop()
@@ -132,18 +148,17 @@ class SdkSession:
             self.ready.set_result(jobs)
             while (job := await jobs.get()) is not None:
                 n, done = job
-                started = time.perf_counter()
                 for _ in range(n):
                     await client.call_tool("add", ARGUMENTS)
-                done.set_result((time.perf_counter() - started) / n)
+                done.set_result(None)
 
-    def per_call(self, n: int) -> Callable[[], float]:
-        def sample() -> float:
-            done: futures.Future[float] = futures.Future()
+    def per_call(self, n: int) -> Sampler:
+        def run() -> None:
+            done: futures.Future[None] = futures.Future()
             self.loop.call_soon_threadsafe(self.jobs.put_nowait, (n, done))
-            return done.result()
+            done.result()
 
-        return sample
+        return lambda: timed(run, n)
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.jobs.put_nowait, None)
@@ -173,32 +188,36 @@ def main() -> None:
             for _ in range(20):  # warm both paths
                 invoke_tool(remote, ARGUMENTS)
                 sdk.per_call(1)()
-            local_us = median_us(per_call(lambda: invoke_tool(add, ARGUMENTS), n_local))
-            mcp_us, sdk_us, async_us = alternated_us(
+            ((local_us, local_cpu),) = alternated_us(per_call(lambda: invoke_tool(add, ARGUMENTS), n_local))
+            (mcp_us, mcp_cpu), (sdk_us, sdk_cpu), (async_us, async_cpu), (hop_us, hop_cpu) = alternated_us(
                 per_call(lambda: invoke_tool(remote, ARGUMENTS), n_mcp),
                 sdk.per_call(n_mcp),
                 async_per_call(lambda: ainvoke_tool(remote, ARGUMENTS), n_mcp),
+                per_call(lambda: asyncio.run_coroutine_threadsafe(nothing(), sdk.loop).result(), n_mcp),
             )
-            concurrent_us = median_us(
+            ((concurrent_us, concurrent_cpu),) = alternated_us(
                 async_per_call(lambda: ainvoke_tool(remote, ARGUMENTS), n_mcp * 2, CONCURRENCY)
             )
             sdk.close()
 
-    print(f"{'what':<44} {'us/call':>10}")
+    print(f"{'what':<52} {'wall us/call':>12} {'CPU us/call':>12}")
     rows = [
-        ("local @tool, invoke_tool", local_us),
-        ("MCP tool, invoke_tool (sync caller)", mcp_us),
-        ("MCP tool, ainvoke_tool (async caller)", async_us),
-        (f"MCP tool, {CONCURRENCY} concurrent ainvoke_tool (per call)", concurrent_us),
-        ("mcp package Client.call_tool alone", sdk_us),
+        ("local @tool, invoke_tool", local_us, local_cpu),
+        ("MCP tool, invoke_tool (sync caller)", mcp_us, mcp_cpu),
+        ("MCP tool, ainvoke_tool (async caller)", async_us, async_cpu),
+        (f"MCP tool, {CONCURRENCY} concurrent ainvoke_tool (per call)", concurrent_us, concurrent_cpu),
+        ("mcp package Client.call_tool alone", sdk_us, sdk_cpu),
+        ("a no-op coroutine's round trip to a loop thread", hop_us, hop_cpu),
     ]
-    for label, value in rows:
-        print(f"{label:<44} {value:>10.1f}")
+    for label, wall, cpu in rows:
+        print(f"{label:<52} {wall:>12.1f} {cpu:>12.1f}")
     print(f"startup (process, handshake, listing): {startup_ms:.0f} ms")
     print(
         f"RESULT mcp_call_us={mcp_us:.1f} local_call_us={local_us:.2f} ratio={mcp_us / local_us:.1f} "
         f"mcp_async_call_us={async_us:.1f} mcp_concurrent_call_us={concurrent_us:.1f} sdk_call_us={sdk_us:.1f} "
-        f"over_sdk_us={mcp_us - sdk_us:.1f} startup_ms={startup_ms:.0f} quick={int(quick)}"
+        f"over_sdk_us={mcp_us - sdk_us:.1f} mcp_cpu_us={mcp_cpu:.1f} sdk_cpu_us={sdk_cpu:.1f} "
+        f"over_sdk_cpu_us={mcp_cpu - sdk_cpu:.1f} thread_hop_us={hop_us:.1f} startup_ms={startup_ms:.0f} "
+        f"quick={int(quick)}"
     )
 
 

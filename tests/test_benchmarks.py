@@ -39,7 +39,8 @@ EXPECTED_KEYS: dict[str, set[str]] = {
         "durable_step_ratio_sqlite", "durable_step_ratio_postgres", "workers_ratio", "recovery_s", "quick",
     },
     "mcp_overhead.py": {
-        "mcp_call_us", "local_call_us", "ratio", "mcp_async_call_us", "sdk_call_us", "over_sdk_us", "quick",
+        "mcp_call_us", "local_call_us", "ratio", "mcp_async_call_us", "sdk_call_us", "over_sdk_us", "mcp_cpu_us",
+        "sdk_cpu_us", "over_sdk_cpu_us", "thread_hop_us", "quick",
     },
 }
 
