@@ -88,6 +88,7 @@ def test_anot_eval_020_a_failing_request_is_recorded_and_the_evaluation_goes_on(
 
 
 def test_anot_cli_010_anot_command_evaluates_both_methods_and_writes_the_report(tmp_path):
+    """ANOT-CLI-010, and ANOT-EVAL-030: the report records each method's provenance."""
     from llamabot.models.scripted_provider import register_scripted_provider
 
     name = register_scripted_provider(ScriptedModel(responder=eval_responder, name="anot-cli"), prefix="scripted-anot")

@@ -190,7 +190,7 @@ def test_anot_p2_120_setting_a_step_to_itself_changes_nothing_and_says_so():
     assert "set step 1" in script.set(1, C3.replace("free", "paid"))
 
 
-def test_anot_p2_130_phase1s_message_reaches_phase2s_prompt():
+def test_anot_p2_140_phase1s_message_reaches_phase2s_prompt():
     strategy = {**STRATEGY, "message": "Weigh the cozy reviews above everything else."}
     model = ScriptedModel(responder=scripted_phase2(tool_call("done"), strategy=strategy))
     ANoTBot(model, debug=0)("kids and cozy", ITEMS)
@@ -198,7 +198,7 @@ def test_anot_p2_130_phase1s_message_reaches_phase2s_prompt():
     assert "Note from planning: Weigh the cozy reviews above everything else." in first_phase2.last_user_text
 
 
-def test_anot_p2_130_an_empty_message_adds_no_note():
+def test_anot_p2_140_an_empty_message_adds_no_note():
     model = ScriptedModel(responder=scripted_phase2(tool_call("done"), strategy={**STRATEGY, "message": "  "}))
     ANoTBot(model, debug=0, draft=False)("kids and cozy", ITEMS)
     first_phase2 = next(r for r in model.requests if phase(r) == "P2")
