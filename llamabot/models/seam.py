@@ -66,14 +66,20 @@ def default_model_name() -> str:
 
 
 def get_model(model: str | ChatModel | None = None) -> ChatModel:
-    """Resolve ``model``: a chat model object as is; a model string (or the default) via LiteLLM."""
+    """Resolve ``model``: a chat model object as is; ``local/...`` as a :class:`LocalModel`; any other model
+    string (or the default) via LiteLLM."""
     if model is not None and not isinstance(model, str):
         if isinstance(model, ChatModel):
             return model
         raise TypeError(f"model_name must be a LiteLLM model string or a chat model, got {type(model).__name__}")
+    name = model or default_model_name()
+    if name.startswith("local/"):  # the embedded model, driven directly: tokens at llama.cpp's own speed
+        from llamabot.models.local_model import LocalModel
+
+        return LocalModel(name)
     from llamabot.models.litellm_model import LiteLLMModel
 
-    return LiteLLMModel(model or default_model_name())
+    return LiteLLMModel(name)
 
 
 def model_family(model: str | ChatModel) -> str:

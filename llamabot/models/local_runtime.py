@@ -1,0 +1,182 @@
+"""The loaded embedded model: llama.cpp settings, one loaded model per file per process, and its caches.
+
+- :class:`LocalSettings` are read from the environment (``LLAMABOT_LOCAL_THREADS``, ``LLAMABOT_LOCAL_BATCH``,
+  ``LLAMABOT_LOCAL_N_CTX``; prefix caches: ``LLAMABOT_PREFIX_CACHE_DIR``, ``LLAMABOT_PREFIX_CACHE_BYTES``,
+  ``LLAMABOT_PREFIX_MEMORY_BYTES``, a budget of 0 turning that cache off). The defaults were chosen by
+  measurement (docs/design/models/LLD.md, "Settings"); a value that is not a positive integer raises
+  :class:`LocalSettingsError` naming the variable.
+- ``loaded_model(name)`` loads a model once per resolved file and shares it; llama.cpp is not thread-safe, so
+  each :class:`LoadedModel` carries the lock that serialises calls to it. Every model is closed at exit.
+
+Imports llama.cpp (inside ``_load``) but never LiteLLM.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llamabot.errors import LlamabotError, ModelFileError
+from llamabot.models.local_prefix_cache import DiskPrefixCache, MemoryPrefixCache
+from llamabot.models.registry import LOCAL_MODELS, cache_dir, ensure_model_file
+
+MIB = 1 << 20
+
+
+class LocalSettingsError(LlamabotError, ValueError):
+    """An environment variable that configures the embedded model has a value that cannot be used."""
+
+
+def _env_int(name: str, default: int, *, minimum: int = 1) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = None
+    if value is None or value < minimum:
+        raise LocalSettingsError(
+            f"${name}={raw!r}: expected an integer >= {minimum}; unset it to use {default}"
+        )
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class LocalSettings:
+    """How llama.cpp runs the embedded model, and how large its prefix caches may grow."""
+
+    n_ctx: int = 8192
+    n_threads: int = 1
+    n_batch: int = 512
+    prefix_dir: Path = field(default_factory=lambda: cache_dir() / "prefixes")
+    disk_bytes: int = 2048 * MIB
+    memory_bytes: int = 512 * MIB
+
+    @classmethod
+    def from_env(cls) -> LocalSettings:
+        # Half the logical cores (llama-cpp-python's own default: the physical cores on SMT machines). On the
+        # 2-core reference machine under load, 1 thread generated 4-9 tok/s where 2 threads made 1-2.5 tok/s:
+        # llama.cpp's threads spin at their barriers and lose badly to any other busy process.
+        cores = max(1, (os.cpu_count() or 2) // 2)
+        explicit_dir = os.environ.get("LLAMABOT_PREFIX_CACHE_DIR", "").strip()
+        return cls(
+            n_ctx=_env_int("LLAMABOT_LOCAL_N_CTX", 8192, minimum=256),
+            n_threads=_env_int("LLAMABOT_LOCAL_THREADS", cores),
+            n_batch=_env_int("LLAMABOT_LOCAL_BATCH", 512, minimum=8),
+            prefix_dir=Path(explicit_dir).expanduser() if explicit_dir else cache_dir() / "prefixes",
+            disk_bytes=_env_int("LLAMABOT_PREFIX_CACHE_BYTES", 2048 * MIB, minimum=0),
+            memory_bytes=_env_int("LLAMABOT_PREFIX_MEMORY_BYTES", 512 * MIB, minimum=0),
+        )
+
+    @property
+    def context(self) -> str:
+        """The settings a saved model state depends on (part of every prefix-cache key)."""
+        return f"n_ctx={self.n_ctx},n_batch={self.n_batch},kv=f16"
+
+
+def model_identity(name: str, path: Path) -> str:
+    """What identifies the weights: the registry's verified sha256 for an alias; for any other GGUF file its
+    resolved path, size and modification time (hashing gigabytes at every start would cost more than it saves)."""
+    spec = LOCAL_MODELS.get(name)
+    if spec is not None:
+        return f"sha256:{spec.sha256}"
+    stat = path.stat()
+    return f"file:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+@dataclass
+class LoadedModel:
+    """A llama.cpp model, its chat formatter, the lock that serialises calls to it, and its prefix caches."""
+
+    path: str
+    llm: Any
+    formatter: Any
+    lock: threading.Lock
+    identity: str = ""
+    settings: LocalSettings = field(default_factory=LocalSettings)
+    memory: MemoryPrefixCache | None = None
+    disk: DiskPrefixCache | None = None
+
+    def close(self) -> None:
+        with self.lock:
+            close = getattr(self.llm, "close", None)
+            if close is not None:
+                close()
+
+
+_loaded: dict[str, LoadedModel] = {}
+_load_lock = threading.Lock()
+
+
+def loaded_model(name: str) -> LoadedModel:
+    """The shared, loaded model for ``name`` (an alias or a GGUF path); loads it on first use."""
+    path = ensure_model_file(name)
+    model = _loaded.get(str(path))
+    if model is not None:
+        return model
+    with _load_lock:
+        model = _loaded.get(str(path))
+        if model is None:
+            model = _load(name, path, LocalSettings.from_env())
+            _loaded[str(path)] = model
+    return model
+
+
+def loaded_models() -> list[LoadedModel]:
+    """The models loaded in this process."""
+    return list(_loaded.values())
+
+
+def _load(name: str, path: Path, settings: LocalSettings) -> LoadedModel:
+    try:
+        import llama_cpp
+        from llama_cpp import Llama
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise ModelFileError(
+            'the embedded model needs llama-cpp-python: pip install "llamabot[local]"'
+        ) from exc
+    llm = Llama(
+        model_path=str(path),
+        n_ctx=settings.n_ctx,
+        n_threads=settings.n_threads,
+        n_threads_batch=settings.n_threads,
+        n_batch=settings.n_batch,
+        verbose=False,
+    )
+    template = llm.metadata.get("tokenizer.chat_template")
+    if not template:
+        raise ModelFileError(f"{path} has no chat template; the embedded provider needs an instruct model")
+    eos = llm._model.token_get_text(llm.token_eos()) if llm.token_eos() != -1 else ""
+    bos = llm._model.token_get_text(llm.token_bos()) if llm.token_bos() != -1 else ""
+    formatter = Jinja2ChatFormatter(
+        template=template, eos_token=eos, bos_token=bos, stop_token_ids=[llm.token_eos()]
+    )
+    # Recurrent and hybrid models cannot drop a suffix of their memory, so a restored prefix would be unusable.
+    prefixable = not (
+        llama_cpp.llama_model_is_recurrent(llm.model) or llama_cpp.llama_model_is_hybrid(llm.model)
+    )
+    memory = MemoryPrefixCache(settings.memory_bytes) if prefixable and settings.memory_bytes > 0 else None
+    disk = (
+        DiskPrefixCache(settings.prefix_dir, settings.disk_bytes)
+        if prefixable and settings.disk_bytes > 0
+        else None
+    )
+    return LoadedModel(
+        str(path), llm, formatter, threading.Lock(), model_identity(name, path), settings, memory, disk
+    )
+
+
+@atexit.register
+def _close_all() -> None:
+    for model in list(_loaded.values()):
+        try:
+            model.close()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
+    _loaded.clear()
