@@ -70,7 +70,7 @@ def test_tot_cli_040_eval_reports_success_nodes_tokens_and_time_for_tot_io_and_c
     assert summary["tot"]["mean_nodes"] > 1 and summary["tot"]["total_tokens"] > summary["io"]["total_tokens"]
     assert all(s["total_seconds"] >= 0 for s in summary.values())
     assert report["config"]["tot_options"]["min_depth"] == 3 and report["model"] == name
-    options = report["config"]["tot_options"]  # TOT-BUDGET-020: calls and nodes, not seconds, by default
+    options = report["config"]["tot_options"]  # TOT-EVAL-040: calls and nodes, not seconds, by default
     assert options["max_model_calls"] == 12 and options["max_nodes"] == 16 and options["max_duration_ms"] is None
     assert report["provenance"]["model"] == name and set(report["provenance"]["prompts"]) == {"io", "cot", "tot"}
     assert [a["puzzle"] for a in report["attempts"]] == ["4 9 10 13"] * 3 + ["1 1 4 6"] * 3
