@@ -15,9 +15,10 @@
   (``llamabot.observe.otel.instrument`` with the SDK, a ``SimpleSpanProcessor`` and the in-memory exporter: each
   span converted and exported as it ends, on the run's thread) over the same without export, side by side.
   ``otel_noop_ratio``: the same with the OpenTelemetry API's no-op provider (the hook's own mapping cost, no
-  SDK). ``otel_off_ratio``: after ``instrument()`` then ``uninstrument()`` over before ``instrument`` was ever
-  called (off costs nothing: the two agree within noise). CPU time (``process_time``), so other processes on a
-  shared machine do not move these ratios.
+  SDK); ``otel_sdk_span_us``: one bare SDK span. ``otel_off_ratio``: a process that turned export on, exported
+  and turned it off, over one that never turned it on (fresh interpreters, alternating): off costs nothing when
+  the two agree within noise. All in CPU time (``process_time``, best of several samples), so the load of other
+  processes on a shared machine moves these figures less.
 
     python benchmarks/agent_overhead.py [--quick]
 
@@ -32,6 +33,8 @@ import asyncio
 import gc
 import os
 import statistics
+import subprocess
+import sys
 import time
 import warnings
 from typing import Any
@@ -229,11 +232,10 @@ def sdk_span_us(provider: Any, spans: int) -> float:
     return elapsed / spans * 1e6
 
 
-def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float, float]:
-    """``otel_step_us`` side by side, the least disturbed (smallest) of ``rounds`` samples each: (before any
-    ``instrument()``, exporting with the SDK to memory, exporting to the API's no-op provider, after
-    ``uninstrument()``, one bare SDK span). The middle three alternate within each round. Must run before
-    anything else in the process calls ``instrument()``."""
+def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float]:
+    """``otel_step_us`` side by side, the least disturbed (smallest) of ``rounds`` samples each, alternating
+    within each round: (export off, exporting with the SDK to memory, exporting to the API's no-op provider);
+    then one bare SDK span."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -245,9 +247,9 @@ def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float, floa
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     otel_step_us(max(runs // 5, 5))  # warm-up
-    never = [otel_step_us(runs) for _ in range(rounds)]
-    exporting, noop, off = [], [], []
+    off, exporting, noop = [], [], []
     for _ in range(rounds):
+        off.append(otel_step_us(runs))
         otel.instrument(provider)
         exporting.append(otel_step_us(runs))
         assert len(exporter.get_finished_spans()) == round(runs * STEPS_PER_RUN * OTEL_SPANS_PER_STEP), "spans lost"
@@ -255,12 +257,45 @@ def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float, floa
         otel.instrument(NoOpTracerProvider())
         noop.append(otel_step_us(runs))
         otel.uninstrument()
-        off.append(otel_step_us(runs))
     bare = []
     for _ in range(rounds):
         bare.append(sdk_span_us(provider, runs * 10))
         exporter.clear()
-    return min(never), min(exporting), min(noop), min(off), min(bare)
+    return min(off), min(exporting), min(noop), min(bare)
+
+
+#: One sample of ``bench_otel_off`` in a fresh interpreter: the best ``otel_step_us`` of a process where export
+#: was never turned on, or was turned on, exported runs, and was turned off again.
+OFF_PROBE = """
+import sys
+sys.path.insert(0, {here!r})
+from agent_overhead import otel_step_us
+from llamabot.observe import otel
+if {switched}:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+    otel.instrument(provider)
+    otel_step_us({warm})
+    otel.uninstrument()
+otel_step_us({warm})
+print(min(otel_step_us({runs}) for _ in range({samples})))
+"""
+
+
+def bench_otel_off(runs: int, pairs: int, samples: int) -> tuple[float, float]:
+    """(never instrumented, instrumented then uninstrumented): the best ``otel_step_us`` of ``pairs`` fresh
+    interpreters each, started alternately, so that neither side runs first or last."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    results: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(pairs):
+        for switched in (False, True):
+            code = OFF_PROBE.format(here=here, switched=switched, warm=max(runs // 5, 5), runs=runs, samples=samples)
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+            results[switched].append(float(out.stdout.strip().splitlines()[-1]))
+    return min(results[False]), min(results[True])
 
 
 def quick_mode(flag: bool) -> bool:
@@ -281,6 +316,7 @@ def main() -> None:
     litellm_calls = 30 if quick else 300
     reuse_calls, reuse_window = (40, 5) if quick else (200, 21)
     otel_runs, otel_rounds = (50, 3) if quick else (300, 7)
+    otel_off_pairs = (2, 3) if quick else (5, 5)  # (interpreter pairs, samples in each)
     if quick:
         print("quick mode: far fewer repetitions, noisier figures")
 
@@ -314,14 +350,16 @@ def main() -> None:
     reuse_ratio = bench_reuse(reuse_calls, reuse_window)
     print(f"reused bot: per-step time at call {reuse_calls} / first calls -> ratio {reuse_ratio:.2f}")
 
-    otel_never_us, otel_on_us, otel_noop_us, otel_off_us, otel_sdk_span_us = bench_otel(otel_runs, otel_rounds)
-    otel_ratio = otel_on_us / statistics.median([otel_never_us, otel_off_us])
-    otel_noop_ratio = otel_noop_us / statistics.median([otel_never_us, otel_off_us])
-    otel_off_ratio = otel_off_us / otel_never_us
-    print(f"OpenTelemetry, CPU per step: {otel_never_us:.1f} µs never instrumented, {otel_on_us:.1f} µs exporting (SDK, "
-          f"in-memory) -> ratio {otel_ratio:.2f}; {otel_noop_us:.1f} µs to the no-op provider -> ratio "
-          f"{otel_noop_ratio:.2f}; {otel_off_us:.1f} µs after uninstrument -> off ratio {otel_off_ratio:.3f}; "
+    otel_base_us, otel_on_us, otel_noop_us, otel_sdk_span_us = bench_otel(otel_runs, otel_rounds)
+    otel_ratio = otel_on_us / otel_base_us
+    otel_noop_ratio = otel_noop_us / otel_base_us
+    print(f"OpenTelemetry, CPU per step: {otel_base_us:.1f} µs off, {otel_on_us:.1f} µs exporting (SDK, in-memory) "
+          f"-> ratio {otel_ratio:.2f}; {otel_noop_us:.1f} µs to the no-op provider -> ratio {otel_noop_ratio:.2f}; "
           f"a bare SDK span costs {otel_sdk_span_us:.1f} µs ({OTEL_SPANS_PER_STEP:.2f} spans per step)")
+    otel_never_us, otel_off_us = bench_otel_off(otel_runs, *otel_off_pairs)
+    otel_off_ratio = otel_off_us / otel_never_us
+    print(f"OpenTelemetry off, CPU per step (fresh interpreters, alternating): {otel_never_us:.1f} µs never "
+          f"instrumented, {otel_off_us:.1f} µs after instrument + export + uninstrument -> ratio {otel_off_ratio:.3f}")
 
     print(
         f"RESULT step_us={step_us:.1f} pocketflow_node_us={node_us:.2f} step_vs_pocketflow={step_vs_pocketflow:.1f} "
