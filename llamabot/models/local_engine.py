@@ -164,36 +164,47 @@ class LocalEngine:
         )
 
     def reuse_prefix(self, tokens: Sequence[int], fixed: int) -> str:
-        """Bring the context to the longest known prefix of ``tokens``; says where it came from: ``context``,
-        ``memory``, ``disk``, ``evaluated`` or ``none``."""
+        """Bring the context to the longest known prefix of ``tokens``; says where that prefix came from:
+        ``context`` (llama.cpp's own reuse), ``memory``, ``disk``, ``evaluated`` (the fixed part, now saved) or
+        ``none``. With the memory cache on, the prompt (all but its last token) is then evaluated and kept in
+        memory too, so the next prompt of the same family reuses it whatever ran in between."""
         llm, memory, disk = self.model.llm, self.model.memory, self.model.disk
         shared = common_prefix_length(llm.input_ids[: llm.n_tokens].tolist(), tokens)
+        source = "context" if shared else "none"
         if memory is not None:
             cached = memory.longest(tokens)
             if cached is not None and len(cached.tokens) > shared and restore(llm, cached):
-                shared = len(cached.tokens)
-                if shared >= fixed:
-                    return "memory"
-        if fixed == 0 or shared >= fixed:
-            return "context" if shared else "none"
-        prefix = tuple(tokens[:fixed])
-        if disk is not None:
-            state = disk.get(self._key(prefix))
+                shared, source = len(cached.tokens), "memory"
+        if 0 < fixed and shared < fixed:
+            prefix = tuple(tokens[:fixed])
+            state = disk.get(self._key(prefix)) if disk is not None else None
             if state is not None and restore(llm, state):
-                if memory is not None:
-                    memory.put(state)
-                return "disk"
+                source = "disk"
+            else:
+                state = self._extend(shared, prefix)
+                source = "evaluated"
+                self._save(prefix, state)
+            shared = fixed
+            if memory is not None:
+                memory.put(state)
+        if memory is not None and shared < len(tokens) - 1:
+            memory.put(self._extend(shared, tuple(tokens[:-1])))
+        return source
+
+    def _extend(self, shared: int, tokens: tuple[int, ...]) -> PrefixState:
+        """Evaluate ``tokens`` after the ``shared`` ones already in the context; the state after them."""
+        llm = self.model.llm
         llm.n_tokens = shared
-        llm.eval(prefix[shared:])
-        state = snapshot(llm, prefix)
-        if memory is not None:
-            memory.put(state)
-        if disk is not None:
-            try:
-                disk.put(self._key(prefix), state)
-            except OSError:
-                pass  # a read-only or full cache directory costs the next process time, never this answer
-        return "evaluated"
+        llm.eval(tokens[shared:])
+        return snapshot(llm, tokens)
+
+    def _save(self, prefix: tuple[int, ...], state: PrefixState) -> None:
+        if self.model.disk is None:
+            return
+        try:
+            self.model.disk.put(self._key(prefix), state)
+        except OSError:
+            pass  # a read-only or full cache directory costs the next process time, never this answer
 
     # --- generation -----------------------------------------------------------------------------------------
 

@@ -1,0 +1,202 @@
+"""The embedded model against raw llama-cpp-python, measured in the same run on the same loaded model.
+
+- ``stream_ratio`` / ``nostream_ratio``: tokens per second of a ``local/`` call through the model seam
+  (``call_model``, with and without ``on_token``) over raw ``Llama.create_completion`` on the same ``Llama``
+  object and the same rendered prompt (``stream=True`` / ``False``); the two alternate ``reps`` times and the
+  ratio is of the medians, so load from other processes hits both alike. Greedy decoding: both sides write the
+  same tokens (``same_text=1`` checks it).
+- ``cold_first_answer_s`` / ``cached_first_answer_s``: the reference agent's answer to "What is 23 times 19?"
+  in a fresh process (model load included), first with an empty prompt-prefix cache, then with the cache that
+  first run filled; ``first_answer_ratio`` = cached / cold.
+- ``tot_speedup``: wall time of one fixed Tree-of-Thoughts search (greedy, same node budget) without the
+  in-process multi-prefix cache over with it (the persistent cache off in both; llama.cpp's own reuse of the
+  previous call's prefix on in both).
+
+    python benchmarks/embedded_model.py [--quick] [--model local/qwen2.5-coder-1.5b]
+
+``--quick`` (or ``LLAMABOT_BENCH_QUICK=1``): the 0.5B model, 32 tokens, 2 repetitions, a 2-decision agent and a
+smaller search. Prefix caches live in a temporary directory (the user's cache is not touched). Ends with one
+``RESULT`` line (``quick=1`` when made in quick mode).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+QUESTION = "What is 23 times 19?"
+ESSAY = "Write a long, detailed essay about the history of computing, from the abacus to modern GPUs."
+
+CHILD = """
+import json, sys, time
+started = time.perf_counter()
+from llamabot import AgentBot
+from llamabot.toolkits.calculator import CALCULATOR_TOOLS
+bot = AgentBot(tools=CALCULATOR_TOOLS, model_name=sys.argv[1], max_iterations=int(sys.argv[2]))
+answer = bot(sys.argv[3])
+print("CHILD " + json.dumps({"answer": str(answer), "seconds": time.perf_counter() - started}))
+"""
+
+
+def quick_mode(flag: bool) -> bool:
+    """``--quick`` or ``LLAMABOT_BENCH_QUICK=1`` (also true/yes/on)."""
+    return flag or os.environ.get("LLAMABOT_BENCH_QUICK", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def throughput(model_name: str, tokens: int, reps: int) -> dict[str, float]:
+    """Alternate raw llama-cpp-python and the seam, streaming and not; medians of tokens per second."""
+    from llamabot.models.local_model import local_alias
+    from llamabot.models.local_runtime import loaded_model
+    from llamabot.models.reply import ModelRequest
+    from llamabot.models.seam import call_model, get_model
+
+    model = get_model(model_name)
+    loaded = loaded_model(local_alias(model_name))
+    llm = loaded.llm
+    messages = [{"role": "user", "content": ESSAY}]
+    prompt = loaded.formatter(messages=messages).prompt
+    request = ModelRequest(
+        model=model_name, messages=messages, params={"max_tokens": tokens, "temperature": 0.0}
+    )
+
+    def count(text: str) -> int:
+        return len(llm.tokenize(text.encode(), add_bos=False, special=True))
+
+    def raw(stream: bool) -> tuple[float, str]:
+        started = time.perf_counter()
+        if stream:
+            text = "".join(
+                c["choices"][0]["text"]
+                for c in llm.create_completion(prompt, max_tokens=tokens, temperature=0.0, stream=True)
+            )
+        else:
+            text = llm.create_completion(prompt, max_tokens=tokens, temperature=0.0)["choices"][0]["text"]
+        return count(text) / (time.perf_counter() - started), text
+
+    def ours(stream: bool) -> tuple[float, str]:
+        pieces: list[str] = []
+        started = time.perf_counter()
+        reply = call_model(model, request, pieces.append if stream else None)
+        elapsed = time.perf_counter() - started
+        return count(reply.content or "") / elapsed, reply.content or ""
+
+    ours(True), raw(True)  # warm up: model loaded, prompt in the context for both sides
+    rates: dict[str, list[float]] = {
+        "raw_stream": [],
+        "ours_stream": [],
+        "raw_nostream": [],
+        "ours_nostream": [],
+    }
+    texts: set[str] = set()
+    for _ in range(reps):
+        for stream in (True, False):
+            suffix = "stream" if stream else "nostream"
+            for side, fn in (("raw", raw), ("ours", ours)):
+                rate, text = fn(stream)
+                rates[f"{side}_{suffix}"].append(rate)
+                texts.add(text)
+    medians = {key: statistics.median(values) for key, values in rates.items()}
+    return {
+        "stream_ratio": medians["ours_stream"] / medians["raw_stream"],
+        "nostream_ratio": medians["ours_nostream"] / medians["raw_nostream"],
+        "raw_stream_tok_s": medians["raw_stream"],
+        "ours_stream_tok_s": medians["ours_stream"],
+        "raw_nostream_tok_s": medians["raw_nostream"],
+        "ours_nostream_tok_s": medians["ours_nostream"],
+        "same_text": float(len(texts) == 1),
+    }
+
+
+def first_answer(model_name: str, cache: Path, iterations: int) -> tuple[float, str]:
+    """The agent's answer in a fresh process with the prefix cache in ``cache``: seconds inside the process
+    (imports, model load and the run) and the answer."""
+    env = {**os.environ, "LLAMABOT_PREFIX_CACHE_DIR": str(cache)}
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, model_name, str(iterations), QUESTION],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("CHILD ")]
+    if done.returncode != 0 or not lines:
+        raise SystemExit(f"agent run failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    result = json.loads(lines[0][len("CHILD ") :])
+    return result["seconds"], result["answer"]
+
+
+def tot_search(model_name: str, quick: bool, memory_on: bool) -> float:
+    """Wall time of one fixed ToT search, with or without the in-process multi-prefix cache."""
+    from llamabot.models.local_model import local_alias
+    from llamabot.models.local_prefix_cache import MemoryPrefixCache
+    from llamabot.models.local_runtime import loaded_model
+    from llamabot.reasoning.tot.graph import ToTBot
+
+    loaded = loaded_model(local_alias(model_name))
+    loaded.disk = None
+    loaded.memory = MemoryPrefixCache(loaded.settings.memory_bytes) if memory_on else None
+    loaded.llm.n_tokens = 0  # both searches start from an empty context
+    options = (
+        {"branching_factor": 2, "max_depth": 1, "min_depth": 1, "max_nodes": 3}
+        if quick
+        else {"branching_factor": 2, "max_depth": 2, "min_depth": 2, "max_nodes": 7}
+    )
+    bot = ToTBot(model_name, temperature=0.0, max_tokens=96, **options)
+    started = time.perf_counter()
+    bot("Plan how to sort 1,000,000 integers that each lie between 0 and 999, using little memory.")
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="0.5B model, fewer tokens and repetitions; also LLAMABOT_BENCH_QUICK=1",
+    )
+    parser.add_argument(
+        "--model", default=None, help="local/<alias or path.gguf> (default: 1.5B, or 0.5B in quick mode)"
+    )
+    args = parser.parse_args()
+    quick = quick_mode(args.quick)
+    model_name = args.model or ("local/qwen2.5-coder-0.5b" if quick else "local/qwen2.5-coder-1.5b")
+    tokens, reps, iterations = (32, 2, 2) if quick else (128, 5, 8)
+    print(f"model {model_name}, {tokens} tokens x {reps} alternations, quick={int(quick)}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="llamabot-bench-") as tmp:
+        os.environ["LLAMABOT_PREFIX_CACHE_DIR"] = str(Path(tmp) / "parent")
+        speed = throughput(model_name, tokens, reps)
+        print("throughput " + " ".join(f"{k}={v:.2f}" for k, v in speed.items()), flush=True)
+        cache = Path(tmp) / "fresh"
+        cold, cold_answer = first_answer(model_name, cache, iterations)
+        cached, cached_answer = first_answer(model_name, cache, iterations)
+        print(
+            f"first answer: cold {cold:.1f} s ({cold_answer!r}), cached {cached:.1f} s ({cached_answer!r})",
+            flush=True,
+        )
+        without = tot_search(model_name, quick, memory_on=False)
+        with_cache = tot_search(model_name, quick, memory_on=True)
+        print(
+            f"ToT search: without the multi-prefix cache {without:.1f} s, with it {with_cache:.1f} s",
+            flush=True,
+        )
+    print(
+        f"RESULT stream_ratio={speed['stream_ratio']:.3f} nostream_ratio={speed['nostream_ratio']:.3f} "
+        f"raw_stream_tok_s={speed['raw_stream_tok_s']:.2f} ours_stream_tok_s={speed['ours_stream_tok_s']:.2f} "
+        f"same_text={speed['same_text']:.0f} cold_first_answer_s={cold:.2f} cached_first_answer_s={cached:.2f} "
+        f"first_answer_ratio={cached / cold:.3f} answer_has_437={int('437' in cached_answer)} "
+        f"tot_without_s={without:.2f} tot_with_s={with_cache:.2f} tot_speedup={without / with_cache:.3f} "
+        f"quick={int(quick)}"
+    )
+
+
+if __name__ == "__main__":
+    main()
