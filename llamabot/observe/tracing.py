@@ -250,22 +250,20 @@ def under(parent: Span | None) -> Iterator[None]:
 
 def emit_token(delta: str) -> None:
     """Tell the active run's hooks about a piece of streamed model output (a no-op outside a run)."""
-    active = _CURRENT.get()
-    if active is None:
-        return
-    context, current = active
-    for hook in context.hooks:
-        hook.on_token(current, delta)
+    _tell("on_token", delta)
 
 
 def emit_tool_call_delta(delta: Any) -> None:
     """Tell the active run's hooks about a piece of a tool call being streamed (a no-op outside a run)."""
+    _tell("on_tool_call_delta", delta)
+
+
+def _tell(method: str, piece: Any) -> None:
     active = _CURRENT.get()
-    if active is None:
-        return
-    context, current = active
-    for hook in context.hooks:
-        hook.on_tool_call_delta(current, delta)
+    if active is not None:
+        context, current = active
+        for hook in context.hooks:
+            getattr(hook, method)(current, piece)
 
 
 def wants_tokens() -> bool:
