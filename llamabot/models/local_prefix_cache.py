@@ -189,6 +189,19 @@ class DiskPrefixCache:
     def nbytes(self) -> int:
         return sum(size for _, size, _ in self.entries())
 
+    def describe(self) -> list[SavedPrefix]:
+        """What each state file says it holds (read from its header only; unreadable files are skipped)."""
+        found = []
+        for path, size, used in self.entries():
+            header = read_header(path)
+            if header is not None:
+                found.append(
+                    SavedPrefix(
+                        path, size, used, str(header.get("model_id")), len(header.get("tokens") or [])
+                    )
+                )
+        return found
+
     def trim(self, keep: Path | None = None) -> None:
         """Remove least recently used files until the directory holds at most ``max_bytes``."""
         entries = self.entries()
@@ -208,6 +221,29 @@ class DiskPrefixCache:
             path.unlink(missing_ok=True)
             freed += size
         return freed
+
+
+@dataclass(frozen=True, slots=True)
+class SavedPrefix:
+    """One state file as listed by ``llamabot models``."""
+
+    path: Path
+    size: int
+    last_used: float
+    model_id: str
+    n_tokens: int
+
+
+def read_header(path: Path) -> dict | None:
+    """The JSON header of a state file, or ``None`` if it is not one."""
+    try:
+        with open(path, "rb") as handle:
+            if handle.read(len(MAGIC)) != MAGIC:
+                return None
+            header = json.loads(handle.readline())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return header if isinstance(header, dict) else None
 
 
 def _encode(key: PrefixKey, state: PrefixState) -> bytes:
