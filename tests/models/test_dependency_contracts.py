@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from packaging.requirements import Requirement
 
-from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
+from llamabot.models.reply import ModelReply, ToolCallRequest, Usage
 from llamabot.models.scripted import ScriptedModel
 
 MESSAGES = [{"role": "user", "content": "hi"}]
@@ -85,7 +85,9 @@ def test_mdl_dep_010_litellm_version_is_in_the_declared_range():
 
     requirement = declared_range("litellm")
     installed = importlib.metadata.version("litellm")
-    assert "mcp" in requirement.extras, "llamabot needs litellm[mcp]: LiteLLM imports mcp on any call with tools="
+    assert "mcp" in requirement.extras, (
+        "llamabot needs litellm[mcp]: LiteLLM imports mcp on any call with tools="
+    )
     assert requirement.specifier.contains(installed, prereleases=True), (
         f"litellm {installed} is outside llamabot's declared range {requirement.specifier}"
     )
@@ -100,8 +102,12 @@ def test_mdl_dep_010_litellm_mcp_extra_is_importable():
 def test_mdl_dep_010_custom_provider_map_entries_are_provider_and_handler(litellm):
     from litellm.types.llms.custom_llm import CustomLLMItem
 
-    dependent = "llamabot/models/litellm_model.py:ensure_litellm and scripted_provider.py:register_scripted_provider"
-    assert isinstance(litellm.custom_provider_map, list), broken("litellm", "litellm.custom_provider_map (a list)", dependent)
+    dependent = (
+        "llamabot/models/litellm_model.py:ensure_litellm and scripted_provider.py:register_scripted_provider"
+    )
+    assert isinstance(litellm.custom_provider_map, list), broken(
+        "litellm", "litellm.custom_provider_map (a list)", dependent
+    )
     keys = set(typing.get_type_hints(CustomLLMItem))
     assert {"provider", "custom_handler"} <= keys, broken(
         "litellm", f"CustomLLMItem keys 'provider' and 'custom_handler' (it has {sorted(keys)})", dependent
@@ -114,7 +120,10 @@ def test_mdl_dep_010_custom_llm_setup_records_the_provider_in_private_custom_pro
     dependent = "llamabot/models/litellm_model.py:ensure_litellm and LiteLLMModel._assemble"
     setup = getattr(getattr(litellm, "utils", None), "custom_llm_setup", None)
     assert callable(setup), broken("litellm", "litellm.utils.custom_llm_setup()", dependent)
-    litellm.custom_provider_map = [*litellm.custom_provider_map, {"provider": "contract-probe", "custom_handler": CustomLLM()}]
+    litellm.custom_provider_map = [
+        *litellm.custom_provider_map,
+        {"provider": "contract-probe", "custom_handler": CustomLLM()},
+    ]
     setup()
     assert "contract-probe" in getattr(litellm, "_custom_providers", ()), broken(
         "litellm", "the private list litellm._custom_providers filled by custom_llm_setup()", dependent
@@ -129,7 +138,9 @@ def test_mdl_dep_010_custom_llm_base_class_and_error():
     from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 
     dependent = "llamabot/models/local.py:LocalProvider and scripted_provider.py:ScriptedProvider"
-    assert litellm.CustomLLM is CustomLLM, broken("litellm", "litellm.CustomLLM (= litellm.llms.custom_llm.CustomLLM)", dependent)
+    assert litellm.CustomLLM is CustomLLM, broken(
+        "litellm", "litellm.CustomLLM (= litellm.llms.custom_llm.CustomLLM)", dependent
+    )
     for method in ("completion", "acompletion", "streaming", "astreaming"):
         assert callable(getattr(CustomLLM, method, None)), broken("litellm", f"CustomLLM.{method}", dependent)
         assert {"model", "messages", "optional_params"} <= params(getattr(CustomLLM, method)), broken(
@@ -145,17 +156,32 @@ def test_mdl_dep_010_response_types_build_and_read_back():
     from litellm.types.utils import ChatCompletionMessageToolCall, Choices, Function, Message, ModelResponse
     from litellm.types.utils import Usage as LiteLLMUsage
 
-    call = ChatCompletionMessageToolCall(id="call_1", type="function", function=Function(name="add", arguments='{"a": 1}'))
+    call = ChatCompletionMessageToolCall(
+        id="call_1", type="function", function=Function(name="add", arguments='{"a": 1}')
+    )
     response = ModelResponse(
         id="r1",
         created=1,
         model="probe/m",
-        choices=[Choices(index=0, message=Message(content=None, role="assistant", tool_calls=[call]), finish_reason="tool_calls")],
+        choices=[
+            Choices(
+                index=0,
+                message=Message(content=None, role="assistant", tool_calls=[call]),
+                finish_reason="tool_calls",
+            )
+        ],
         usage=LiteLLMUsage(prompt_tokens=3, completion_tokens=4, total_tokens=7),
     )
     message = response.choices[0].message
-    got = (message.tool_calls[0].id, message.tool_calls[0].function.name, message.tool_calls[0].function.arguments,
-           response.choices[0].finish_reason, response.usage.prompt_tokens, response.usage.completion_tokens, response.model)
+    got = (
+        message.tool_calls[0].id,
+        message.tool_calls[0].function.name,
+        message.tool_calls[0].function.arguments,
+        response.choices[0].finish_reason,
+        response.usage.prompt_tokens,
+        response.usage.completion_tokens,
+        response.model,
+    )
     assert got == ("call_1", "add", '{"a": 1}', "tool_calls", 3, 4, "probe/m"), broken(
         "litellm",
         "ModelResponse/Choices/Message/ChatCompletionMessageToolCall/Function/Usage from litellm.types.utils as built",
@@ -169,7 +195,9 @@ def test_mdl_dep_010_model_response_keeps_a_private_response_ms():
     response = ModelResponse(model="probe/m")
     response._response_ms = 12.5
     assert response._response_ms == 12.5, broken(
-        "litellm", "a writable ModelResponse._response_ms", "llamabot/models/local.py:LocalProvider.completion"
+        "litellm",
+        "a writable ModelResponse._response_ms",
+        "llamabot/models/local.py:LocalProvider.completion",
     )
 
 
@@ -179,25 +207,38 @@ def test_mdl_dep_010_generic_streaming_chunk_shape():
     dependent = "llamabot/models/local.py:_chunk/_chunks and scripted_provider.py:_chunks"
     keys = set(typing.get_type_hints(GenericStreamingChunk))
     assert {"text", "tool_use", "is_finished", "finish_reason", "usage", "index"} <= keys, broken(
-        "litellm", f"GenericStreamingChunk keys text/tool_use/is_finished/finish_reason/usage/index (has {sorted(keys)})", dependent
+        "litellm",
+        f"GenericStreamingChunk keys text/tool_use/is_finished/finish_reason/usage/index (has {sorted(keys)})",
+        dependent,
     )
     call_keys = set(typing.get_type_hints(ChatCompletionToolCallChunk))
     assert {"id", "type", "function", "index"} <= call_keys, broken(
-        "litellm", f"ChatCompletionToolCallChunk keys id/type/function/index (has {sorted(call_keys)})", dependent
+        "litellm",
+        f"ChatCompletionToolCallChunk keys id/type/function/index (has {sorted(call_keys)})",
+        dependent,
     )
 
 
 def test_mdl_dep_010_custom_provider_receives_tools_and_formats_in_optional_params(litellm):
     name, model = scripted(litellm, "contract-params", ModelReply(content="ok", usage=Usage(3, 4)))
-    tools = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object", "properties": {}}}}]
+    tools = [
+        {"type": "function", "function": {"name": "add", "parameters": {"type": "object", "properties": {}}}}
+    ]
     response = litellm.completion(
-        model=name, messages=MESSAGES, tools=tools, tool_choice="auto", response_format={"type": "json_object"},
+        model=name,
+        messages=MESSAGES,
+        tools=tools,
+        tool_choice="auto",
+        response_format={"type": "json_object"},
         temperature=0.3,
     )
     seen = model.requests[0]
     assert response.choices[0].message.content == "ok"
     assert (seen.tools, seen.tool_choice, seen.response_format, seen.params.get("temperature")) == (
-        tools, "auto", {"type": "json_object"}, 0.3
+        tools,
+        "auto",
+        {"type": "json_object"},
+        0.3,
     ), broken(
         "litellm",
         "tools, tool_choice, response_format and sampling kwargs in a custom provider's optional_params",
@@ -207,22 +248,36 @@ def test_mdl_dep_010_custom_provider_receives_tools_and_formats_in_optional_para
 
 def test_mdl_dep_010_registered_cost_reaches_private_hidden_params(litellm):
     name, _ = scripted(litellm, "contract-cost", ModelReply(content="ok", usage=Usage(3, 4)), zero_cost=False)
-    litellm.register_model({name: {"input_cost_per_token": 0.001, "output_cost_per_token": 0.002,
-                                   "litellm_provider": "contract-cost", "mode": "chat"}})
+    litellm.register_model(
+        {
+            name: {
+                "input_cost_per_token": 0.001,
+                "output_cost_per_token": 0.002,
+                "litellm_provider": "contract-cost",
+                "mode": "chat",
+            }
+        }
+    )
     response = litellm.completion(model=name, messages=MESSAGES)
     hidden = getattr(response, "_hidden_params", None)
     assert isinstance(hidden, dict) and "response_cost" in hidden, broken(
-        "litellm", "ModelResponse._hidden_params['response_cost']", "llamabot/models/litellm_model.py:reply_from_litellm"
+        "litellm",
+        "ModelResponse._hidden_params['response_cost']",
+        "llamabot/models/litellm_model.py:reply_from_litellm",
     )
     assert hidden["response_cost"] == pytest.approx(3 * 0.001 + 4 * 0.002), broken(
-        "litellm", "costs from litellm.register_model() in _hidden_params['response_cost']",
+        "litellm",
+        "costs from litellm.register_model() in _hidden_params['response_cost']",
         "llamabot/models/litellm_model.py:register_zero_cost and reply_from_litellm",
     )
 
 
 def _streamed_reply() -> ModelReply:
-    return ModelReply(content="hello there", tool_calls=(ToolCallRequest("call_9", "add", '{"a": 1, "b": 2}'),),
-                      usage=Usage(3, 4))
+    return ModelReply(
+        content="hello there",
+        tool_calls=(ToolCallRequest("call_9", "add", '{"a": 1, "b": 2}'),),
+        usage=Usage(3, 4),
+    )
 
 
 def _check_stream(litellm: Any, name: str, chunks: list[Any]) -> None:
@@ -234,11 +289,15 @@ def _check_stream(litellm: Any, name: str, chunks: list[Any]) -> None:
         delta = chunk.choices[0].delta
         text += delta.content or ""
         for call in getattr(delta, "tool_calls", None) or ():
-            assert call.index == 0, broken("litellm", "ChatCompletionDeltaToolCall.index in stream chunks", dependent)
+            assert call.index == 0, broken(
+                "litellm", "ChatCompletionDeltaToolCall.index in stream chunks", dependent
+            )
             names.append(call.function.name)
             arguments += call.function.arguments or ""
     assert (text, arguments, [n for n in names if n]) == ("hello there", '{"a": 1, "b": 2}', ["add"]), broken(
-        "litellm", "choices[0].delta.content / .tool_calls[i].function.name|arguments in stream chunks", dependent
+        "litellm",
+        "choices[0].delta.content / .tool_calls[i].function.name|arguments in stream chunks",
+        dependent,
     )
     prefix = name.split("/", 1)[0]
     assert prefix in litellm._custom_providers, broken("litellm", "litellm._custom_providers", dependent)
@@ -246,22 +305,34 @@ def _check_stream(litellm: Any, name: str, chunks: list[Any]) -> None:
         chunk.model = name
     built = litellm.stream_chunk_builder(chunks, messages=MESSAGES)
     message = built.choices[0].message
-    got = (message.content, message.tool_calls[0].function.name, message.tool_calls[0].function.arguments,
-           built.usage.prompt_tokens, built.usage.completion_tokens, built._hidden_params.get("response_cost"))
+    got = (
+        message.content,
+        message.tool_calls[0].function.name,
+        message.tool_calls[0].function.arguments,
+        built.usage.prompt_tokens,
+        built.usage.completion_tokens,
+        built._hidden_params.get("response_cost"),
+    )
     assert got == ("hello there", "add", '{"a": 1, "b": 2}', 3, 4, 0.0), broken(
-        "litellm", "stream_chunk_builder(chunks, messages=) rebuilding text, tool calls, usage and cost", dependent
+        "litellm",
+        "stream_chunk_builder(chunks, messages=) rebuilding text, tool calls, usage and cost",
+        dependent,
     )
 
 
 def test_mdl_dep_010_streaming_through_a_custom_provider_and_rebuilding_it(litellm):
     name, _ = scripted(litellm, "contract-stream", _streamed_reply())
-    chunks = list(litellm.completion(model=name, messages=MESSAGES, stream=True, stream_options={"include_usage": True}))
+    chunks = list(
+        litellm.completion(model=name, messages=MESSAGES, stream=True, stream_options={"include_usage": True})
+    )
     _check_stream(litellm, name, chunks)
 
 
 async def test_mdl_dep_010_async_streaming_through_a_custom_provider_and_rebuilding_it(litellm):
     name, _ = scripted(litellm, "contract-astream", _streamed_reply())
-    stream = await litellm.acompletion(model=name, messages=MESSAGES, stream=True, stream_options={"include_usage": True})
+    stream = await litellm.acompletion(
+        model=name, messages=MESSAGES, stream=True, stream_options={"include_usage": True}
+    )
     chunks = [chunk async for chunk in stream]
     _check_stream(litellm, name, chunks)
 
@@ -287,7 +358,8 @@ def test_mdl_dep_010_local_cost_map_variable_keeps_the_import_offline():
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "ATTEMPTS 0" in result.stdout, broken(
-        "litellm", "the LITELLM_LOCAL_MODEL_COST_MAP=True switch (import tried the network)",
+        "litellm",
+        "the LITELLM_LOCAL_MODEL_COST_MAP=True switch (import tried the network)",
         f"llamabot/__init__.py (offline import); stderr: {result.stderr[-1500:]}",
     )
 
@@ -316,7 +388,9 @@ def init_assigns(cls: type, attribute: str) -> bool:
 def test_mdl_dep_020_llama_cpp_version_is_in_the_declared_range(llama_cpp):
     requirement = declared_range("llama-cpp-python")
     assert isinstance(llama_cpp.__version__, str), broken(
-        "llama-cpp-python", "llama_cpp.__version__", "llamabot/models/local_engine.py:LocalEngine._key (prefix-cache keys)"
+        "llama-cpp-python",
+        "llama_cpp.__version__",
+        "llamabot/models/local_engine.py:LocalEngine._key (prefix-cache keys)",
     )
     assert requirement.specifier.contains(llama_cpp.__version__, prereleases=True), (
         f"llama-cpp-python {llama_cpp.__version__} is outside llamabot's declared range {requirement.specifier}"
@@ -327,7 +401,11 @@ def test_mdl_dep_020_llama_cpp_version_is_in_the_declared_range(llama_cpp):
 def test_mdl_dep_020_llama_constructor_arguments(llama_cpp):
     wanted = {"model_path", "n_ctx", "n_threads", "n_threads_batch", "n_batch", "verbose"}
     missing = wanted - params(llama_cpp.Llama.__init__)
-    assert not missing, broken("llama-cpp-python", f"Llama(...) arguments {sorted(missing)}", "llamabot/models/local_runtime.py:_load")
+    assert not missing, broken(
+        "llama-cpp-python",
+        f"Llama(...) arguments {sorted(missing)}",
+        "llamabot/models/local_runtime.py:_load",
+    )
 
 
 @local
@@ -339,9 +417,13 @@ def test_mdl_dep_020_llama_instance_attributes_set_at_load(llama_cpp):
         "n_tokens": "llamabot/models/local_engine.py:restore and LocalEngine.reuse_prefix",
     }
     for attribute, dependent in dependents.items():
-        assert init_assigns(llama_cpp.Llama, attribute), broken("llama-cpp-python", f"Llama.{attribute}", dependent)
+        assert init_assigns(llama_cpp.Llama, attribute), broken(
+            "llama-cpp-python", f"Llama.{attribute}", dependent
+        )
     assert callable(getattr(llama_cpp._internals.LlamaModel, "token_get_text", None)), broken(
-        "llama-cpp-python", "the private LlamaModel.token_get_text (Llama._model)", "llamabot/models/local_runtime.py:_load"
+        "llama-cpp-python",
+        "the private LlamaModel.token_get_text (Llama._model)",
+        "llamabot/models/local_runtime.py:_load",
     )
 
 
@@ -353,16 +435,31 @@ def test_mdl_dep_020_llama_handles_and_methods(llama_cpp):
         "model": "llamabot/models/local_runtime.py:_load (llama_model_is_recurrent/hybrid on llm.model)",
         "_input_ids": "Llama.generate's prefix match, which local_engine.py:restore feeds through input_ids/n_tokens",
     }.items():
-        assert isinstance(inspect.getattr_static(Llama, name, None), property), broken("llama-cpp-python", f"Llama.{name}", dependent)
+        assert isinstance(inspect.getattr_static(Llama, name, None), property), broken(
+            "llama-cpp-python", f"Llama.{name}", dependent
+        )
     for name, wanted, dependent in [
         ("tokenize", {"text", "add_bos", "special"}, "llamabot/models/local_engine.py:LocalEngine._tokens"),
         ("token_eos", set(), "llamabot/models/local_runtime.py:_load"),
         ("token_bos", set(), "llamabot/models/local_runtime.py:_load"),
         ("eval", {"tokens"}, "llamabot/models/local_engine.py:LocalEngine.reuse_prefix"),
         ("close", set(), "llamabot/models/local_runtime.py:LoadedModel.close"),
-        ("create_completion",
-         {"prompt", "stream", "grammar", "temperature", "max_tokens", "stop", "top_p", "seed", "top_k", "repeat_penalty"},
-         "llamabot/models/local_engine.py:LocalEngine._complete and sampling_params"),
+        (
+            "create_completion",
+            {
+                "prompt",
+                "stream",
+                "grammar",
+                "temperature",
+                "max_tokens",
+                "stop",
+                "top_p",
+                "seed",
+                "top_k",
+                "repeat_penalty",
+            },
+            "llamabot/models/local_engine.py:LocalEngine._complete and sampling_params",
+        ),
     ]:
         method = getattr(Llama, name, None)
         assert callable(method), broken("llama-cpp-python", f"Llama.{name}()", dependent)
@@ -377,24 +474,34 @@ def test_mdl_dep_020_jinja2_chat_formatter_renders_messages_and_tools(llama_cpp)
     dependent = "llamabot/models/local_runtime.py:_load and local_engine.py:LocalEngine._prompt"
     template = "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}{% if tools %}[{{ tools[0].function.name }}]{% endif %}"
     formatter = Jinja2ChatFormatter(template=template, eos_token="</s>", bos_token="<s>", stop_token_ids=[2])
-    rendered = formatter(messages=[{"role": "user", "content": "hi"}], tools=[{"type": "function", "function": {"name": "add"}}])
+    rendered = formatter(
+        messages=[{"role": "user", "content": "hi"}],
+        tools=[{"type": "function", "function": {"name": "add"}}],
+    )
     assert (rendered.prompt, list(rendered.stop or [])) == ("<s><user>hi[add]", ["</s>"]), broken(
-        "llama-cpp-python", "Jinja2ChatFormatter(template=, eos_token=, bos_token=, stop_token_ids=)(messages=, tools=) -> .prompt/.stop",
+        "llama-cpp-python",
+        "Jinja2ChatFormatter(template=, eos_token=, bos_token=, stop_token_ids=)(messages=, tools=) -> .prompt/.stop",
         dependent,
     )
 
 
 @local
 def test_mdl_dep_020_grammar_from_json_schema(llama_cpp):
-    schema = {"type": "object", "properties": {"name": {"enum": ["add"]}, "arguments": {"type": "object"}},
-              "required": ["name", "arguments"]}
+    schema = {
+        "type": "object",
+        "properties": {"name": {"enum": ["add"]}, "arguments": {"type": "object"}},
+        "required": ["name", "arguments"],
+    }
     grammar = llama_cpp.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
     assert isinstance(grammar, llama_cpp.LlamaGrammar), broken(
-        "llama-cpp-python", "LlamaGrammar.from_json_schema(schema_json, verbose=False)",
+        "llama-cpp-python",
+        "LlamaGrammar.from_json_schema(schema_json, verbose=False)",
         "llamabot/models/local_engine.py:_grammar (tool calls and response_format)",
     )
     assert "add" in str(getattr(grammar, "_grammar", "")), broken(
-        "llama-cpp-python", "a GBNF grammar built from the JSON schema", "llamabot/models/local_engine.py:_grammar"
+        "llama-cpp-python",
+        "a GBNF grammar built from the JSON schema",
+        "llamabot/models/local_engine.py:_grammar",
     )
 
 
@@ -405,8 +512,14 @@ LOW_LEVEL = {
     "llama_state_seq_set_data": (4, "llamabot/models/local_engine.py:restore"),
     "llama_get_memory": (1, "llamabot/models/local_engine.py:restore"),
     "llama_memory_seq_rm": (4, "llamabot/models/local_engine.py:restore"),
-    "llama_model_is_recurrent": (1, "llamabot/models/local_runtime.py:_load (prefix caches off for recurrent models)"),
-    "llama_model_is_hybrid": (1, "llamabot/models/local_runtime.py:_load (prefix caches off for hybrid models)"),
+    "llama_model_is_recurrent": (
+        1,
+        "llamabot/models/local_runtime.py:_load (prefix caches off for recurrent models)",
+    ),
+    "llama_model_is_hybrid": (
+        1,
+        "llamabot/models/local_runtime.py:_load (prefix caches off for hybrid models)",
+    ),
 }
 
 
