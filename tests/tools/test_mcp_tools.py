@@ -47,7 +47,7 @@ def respond_with_last_tool_result(request):
 
 def test_tls_mcp_010_a_stdio_server_gives_its_tools_with_their_schemas_as_given(server):
     tools = by_name(server)
-    assert set(tools) == {"add", "fail", "describe_point", "server_pid", "die"}
+    assert set(tools) == {"add", "fail", "describe_point", "where", "slow", "server_pid", "die"}
     point = tools["describe_point"]
     assert point.description == "Describe a point given as a nested object."
     assert point.parameters["$defs"]["Point"]["properties"]["x"]["minimum"] == 0  # as the server wrote it
@@ -66,6 +66,16 @@ def test_tls_mcp_010_only_and_prefix_choose_and_rename_tools():
 def test_tls_mcp_010_only_naming_a_missing_tool_is_a_typed_error_and_stops_the_server():
     with pytest.raises(ToolDefinitionError, match=r"has no tool 'nope'; it has: add, fail"):
         mcp_tools(SERVER_ARGV, only=["nope"])
+
+
+def test_tls_mcp_010_a_command_gets_its_env_and_cwd_and_not_the_rest_of_ours(tmp_path, monkeypatch):
+    monkeypatch.setenv("LLAMABOT_MCP_NOT_PASSED", "secret")
+    with mcp_tools(SERVER_ARGV, env={"LLAMABOT_MCP_PASSED": "yes"}, cwd=tmp_path, only=["where"]) as tools:
+        assert invoke_tool(tools[0], {"variable": "LLAMABOT_MCP_PASSED"}).value == {
+            "cwd": str(tmp_path),
+            "value": "yes",
+        }
+        assert invoke_tool(tools[0], {"variable": "LLAMABOT_MCP_NOT_PASSED"}).value["value"] is None
 
 
 # -- TLS-MCP-020: the URL form ---------------------------------------------------------------------------------
@@ -189,6 +199,25 @@ async def test_tls_mcp_050_an_error_result_raises_mcp_tool_error_naming_server_a
     assert (outcome.exception.server, outcome.exception.tool) == (SERVER_COMMAND, "fail")
 
 
+def test_tls_mcp_050_a_protocol_error_is_an_mcp_tool_error(server):
+    from llamabot.tools.mcp import MCPToolFunction
+
+    unknown = MCPToolFunction(by_name(server)["add"].func.connection, "nope", None, "nope")
+    with pytest.raises(MCPToolError, match="Unknown tool: nope"):
+        unknown()
+
+
+async def test_tls_mcp_050_a_tool_timeout_is_shown_to_the_model_sync_and_async():
+    with mcp_tools(SERVER_ARGV, only=["slow", "add"], timeout=0.3) as tools:
+        slow = by_name(tools)["slow"]
+        assert (
+            invoke_tool(slow, {"seconds": 2}).error == "TimeoutError: tool 'slow' did not finish within 0.3 s"
+        )
+        assert (
+            await ainvoke_tool(slow, {"seconds": 2})
+        ).error == "TimeoutError: tool 'slow' did not finish within 0.3 s"
+
+
 # -- TLS-MCP-060: a server that dies ends the run --------------------------------------------------------------
 
 
@@ -231,6 +260,28 @@ def test_tls_mcp_070_close_stops_the_server_process_and_later_calls_raise():
         invoke_tool(by_name(tools)["add"], {"a": 1, "b": 2})
 
 
+def test_tls_mcp_070_closing_during_a_call_ends_that_call_with_a_typed_error():
+    import threading
+
+    tools = mcp_tools(SERVER_ARGV)
+    pid = _pid(tools)
+    raised = []
+
+    def call_slow() -> None:
+        try:
+            invoke_tool(by_name(tools)["slow"], {"seconds": 30})
+        except MCPServerError as exc:  # the run would end with it
+            raised.append(exc)
+
+    call = threading.Thread(target=call_slow)
+    call.start()
+    time.sleep(0.5)
+    tools.close()
+    call.join(30)
+    assert "tool 'slow' (close() was called)" in str(raised[0])
+    assert gone_within(pid)
+
+
 def test_tls_mcp_070_closing_the_bot_or_leaving_its_with_block_stops_the_server():
     tools = mcp_tools(SERVER_ARGV)
     pid = _pid(tools)
@@ -262,7 +313,7 @@ def test_tls_mcp_070_an_interpreter_that_exits_without_closing_leaves_no_server_
         from llamabot.tools.call import invoke_tool
         from llamabot.tools.mcp import mcp_tools
         tools = mcp_tools({SERVER_ARGV!r})
-        print(invoke_tool(tools[3], {{}}).value, flush=True)
+        print(invoke_tool({{t.name: t for t in tools}}["server_pid"], {{}}).value, flush=True)
     """)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -319,3 +370,31 @@ def test_tls_mcp_090_structured_results_are_values_and_text_results_are_text(ser
     assert isinstance(invoke_tool(tools["server_pid"], {}).value, int)
     assert invoke_tool(tools["describe_point"], {"point": {"x": 0, "y": 0}}).value == "(0, 0) cm"
     assert json.loads(json.dumps(invoke_tool(tools["add"], {"a": 1, "b": 2}).value)) == 3.0
+
+
+def test_tls_mcp_090_other_content_blocks_become_one_line_descriptions():
+    from mcp.types import (
+        BlobResourceContents,
+        EmbeddedResource,
+        ImageContent,
+        ResourceLink,
+        TextContent,
+        TextResourceContents,
+    )
+
+    from llamabot.tools.mcp.results import content_text
+
+    blocks = [
+        TextContent(type="text", text="Here:"),
+        ImageContent(type="image", data="QUJDRA==", mime_type="image/png"),
+        EmbeddedResource(type="resource", resource=TextResourceContents(uri="file:///a.txt", text="inside")),
+        EmbeddedResource(type="resource", resource=BlobResourceContents(uri="file:///b.bin", blob="AA==")),
+        ResourceLink(type="resource_link", name="report", uri="file:///r.pdf"),
+    ]
+    assert content_text(blocks).split("\n\n") == [
+        "Here:",
+        "[image image/png, 6 bytes]",
+        "inside",
+        "[resource file:///b.bin, binary]",
+        "[resource report: file:///r.pdf]",
+    ]

@@ -161,8 +161,9 @@ async def _call(spec: MCPServerSpec, session: _Session, name: str, arguments: di
         return await client.call_tool(name, arguments)
     except MCPError as exc:
         if exc.code == CONNECTION_CLOSED:
+            why = "close() was called" if session.closing.is_set() else "did the server exit?"
             raise MCPServerError(
-                spec.label, f"the connection closed during a call of tool {name!r} (did the server exit?)"
+                spec.label, f"the connection closed during a call of tool {name!r} ({why})"
             ) from exc
         raise MCPToolError(spec.label, name, f"MCP error {exc.code}: {exc.message}") from exc
     except (
