@@ -40,9 +40,8 @@ class _Session:
     """What the serving task and the callers share (never the connection itself, so that it can be collected)."""
 
     closing: asyncio.Event = field(default_factory=asyncio.Event)
-    done: threading.Event = field(
-        default_factory=threading.Event
-    )  # the serving task is over (server stopped)
+    #: Set when the serving task is over (the transport has stopped the server).
+    done: threading.Event = field(default_factory=threading.Event)
     task: asyncio.Task[None] | None = None
     client: Any = None
     ended: str | None = None  # why the session is over, once it is

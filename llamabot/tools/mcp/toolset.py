@@ -36,12 +36,10 @@ class MCPToolFunction:
     def __init__(
         self, connection: MCPConnection, remote_name: str, output_schema: dict[str, Any] | None, name: str
     ):
-        self.connection, self.remote_name, self.output_schema, self.__name__ = (
-            connection,
-            remote_name,
-            output_schema,
-            name,
-        )
+        self.connection = connection
+        self.remote_name = remote_name  # the server's name for it (``name`` may carry a prefix)
+        self.output_schema = output_schema
+        self.__name__ = name
 
     def __call__(self, **arguments: Any) -> Any:
         return self._value(self.connection.call(self.remote_name, arguments))
