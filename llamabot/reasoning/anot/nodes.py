@@ -36,7 +36,7 @@ from llamabot.bot.structuredbot import StructuredBot
 from llamabot.errors import StructuredOutputError
 from llamabot.graph.agent_state import new_run_state
 from llamabot.graph.flow import DualNode
-from llamabot.graph.nodes import DecideNode, FuncNode
+from llamabot.graph.nodes import DecideNode, FuncNode, ToolStep
 from llamabot.models.exchange import arun_exchange, run_exchange
 from llamabot.models.seam import ChatModel
 from llamabot.observe.tracing import Span, close_span, current_run, current_span, open_span, span
@@ -193,9 +193,10 @@ class LWTToolNode(Phase2Step, FuncNode):
         super().__init__(tool, max_errors=max_errors)
         self.read_chars = read_chars
 
-    def prep(self, shared: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
-        call, context = super().prep(shared)
-        return call, {**(context or {}), "globals_dict": {PHASE2_KEY: phase2_context(shared, self.read_chars)}}
+    def prep(self, shared: dict[str, Any]) -> ToolStep:
+        call, context, *rest = super().prep(shared)  # the call, its context, then what FuncNode adds (ToolStep)
+        globals_dict = {PHASE2_KEY: phase2_context(shared, self.read_chars)}
+        return (call, {**(context or {}), "globals_dict": globals_dict}, *rest)  # type: ignore[return-value]
 
 
 @dataclass(slots=True)
