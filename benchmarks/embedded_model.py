@@ -8,9 +8,10 @@
 - ``cold_first_answer_s`` / ``cached_first_answer_s``: the reference agent's answer to "What is 23 times 19?"
   in a fresh process (model load included), first with an empty prompt-prefix cache, then with the cache that
   first run filled; ``first_answer_ratio`` = cached / cold.
-- ``tot_speedup``: wall time of one fixed Tree-of-Thoughts search (greedy, same node budget) without the
-  in-process multi-prefix cache over with it (the persistent cache off in both; llama.cpp's own reuse of the
-  previous call's prefix on in both).
+- ``tot_speedup``: one fixed Tree-of-Thoughts search (greedy, fixed node budget) is recorded, then its model calls
+  (same requests, same order, each reply's token budget) are replayed without and with the in-process
+  multi-prefix cache, alternating; the ratio of the median wall times. The persistent cache is off in both, and
+  llama.cpp's own reuse of the previous call's prefix is on in both.
 
     python benchmarks/embedded_model.py [--quick] [--model local/qwen2.5-coder-1.5b]
 
@@ -132,26 +133,66 @@ def first_answer(model_name: str, cache: Path, iterations: int) -> tuple[float, 
     return result["seconds"], result["answer"]
 
 
-def tot_search(model_name: str, quick: bool, memory_on: bool) -> float:
-    """Wall time of one fixed ToT search, with or without the in-process multi-prefix cache."""
+def tot_replays(model_name: str, quick: bool) -> dict[str, float]:
+    """One fixed ToT search (greedy), recorded; then its model calls, the same requests in the same order with
+    each reply's token budget, replayed once without and once with the in-process multi-prefix cache.
+
+    Replaying the recorded requests keeps the work equal on both sides: a live search with the cache would
+    evaluate its prompts in other chunks, and llama.cpp's numerics (hence greedy text) depend on chunking.
+    """
+    from dataclasses import replace
+
     from llamabot.models.local_model import local_alias
     from llamabot.models.local_prefix_cache import MemoryPrefixCache
     from llamabot.models.local_runtime import loaded_model
+    from llamabot.models.seam import call_model, get_model
     from llamabot.reasoning.tot.graph import ToTBot
 
     loaded = loaded_model(local_alias(model_name))
     loaded.disk = None
-    loaded.memory = MemoryPrefixCache(loaded.settings.memory_bytes) if memory_on else None
-    loaded.llm.n_tokens = 0  # both searches start from an empty context
+
+    def fresh(memory_on: bool) -> None:
+        loaded.memory = MemoryPrefixCache(loaded.settings.memory_bytes) if memory_on else None
+        loaded.llm.n_tokens = 0  # every pass starts from an empty context
+
     options = (
         {"branching_factor": 2, "max_depth": 1, "min_depth": 1, "max_nodes": 3}
         if quick
         else {"branching_factor": 2, "max_depth": 2, "min_depth": 2, "max_nodes": 7}
     )
+    fresh(False)
     bot = ToTBot(model_name, temperature=0.0, max_tokens=96, **options)
     started = time.perf_counter()
     bot("Plan how to sort 1,000,000 integers that each lie between 0 and 999, using little memory.")
-    return time.perf_counter() - started
+    search_s = time.perf_counter() - started
+    calls = [
+        replace(
+            span.attributes["request"],
+            params={
+                **span.attributes["request"].params,
+                "max_tokens": max(1, span.attributes["reply"].usage.completion_tokens),
+            },
+        )
+        for span in bot.last_trace.of_kind("model_call")
+    ]
+    model = get_model(model_name)
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(1):
+        for memory_on in (False, True):
+            fresh(memory_on)
+            started = time.perf_counter()
+            for request in calls:
+                call_model(model, request)
+            times[memory_on].append(time.perf_counter() - started)
+    loaded.memory = MemoryPrefixCache(loaded.settings.memory_bytes)
+    without, with_cache = statistics.median(times[False]), statistics.median(times[True])
+    return {
+        "tot_search_s": search_s,
+        "tot_calls": float(len(calls)),
+        "tot_without_s": without,
+        "tot_with_s": with_cache,
+        "tot_speedup": without / with_cache,
+    }
 
 
 def main() -> None:
@@ -182,18 +223,15 @@ def main() -> None:
             f"first answer: cold {cold:.1f} s ({cold_answer!r}), cached {cached:.1f} s ({cached_answer!r})",
             flush=True,
         )
-        without = tot_search(model_name, quick, memory_on=False)
-        with_cache = tot_search(model_name, quick, memory_on=True)
-        print(
-            f"ToT search: without the multi-prefix cache {without:.1f} s, with it {with_cache:.1f} s",
-            flush=True,
-        )
+        tot = tot_replays(model_name, quick)
+        print("ToT " + " ".join(f"{k}={v:.2f}" for k, v in tot.items()), flush=True)
     print(
         f"RESULT stream_ratio={speed['stream_ratio']:.3f} nostream_ratio={speed['nostream_ratio']:.3f} "
         f"raw_stream_tok_s={speed['raw_stream_tok_s']:.2f} ours_stream_tok_s={speed['ours_stream_tok_s']:.2f} "
         f"same_text={speed['same_text']:.0f} cold_first_answer_s={cold:.2f} cached_first_answer_s={cached:.2f} "
         f"first_answer_ratio={cached / cold:.3f} answer_has_437={int('437' in cached_answer)} "
-        f"tot_without_s={without:.2f} tot_with_s={with_cache:.2f} tot_speedup={without / with_cache:.3f} "
+        f"tot_calls={tot['tot_calls']:.0f} tot_without_s={tot['tot_without_s']:.2f} "
+        f"tot_with_s={tot['tot_with_s']:.2f} tot_speedup={tot['tot_speedup']:.3f} "
         f"quick={int(quick)}"
     )
 
