@@ -10,14 +10,14 @@
   first run filled; ``first_answer_ratio`` = cached / cold.
 - ``tot_speedup``: one fixed Tree-of-Thoughts search (greedy, fixed node budget) is recorded, then its model calls
   (same requests, same order, each reply's token budget) are replayed without and with the in-process
-  multi-prefix cache, alternating; the ratio of the median wall times. The persistent cache is off in both, and
+  multi-prefix cache, once each; the ratio of the wall times. The persistent cache is off in both, and
   llama.cpp's own reuse of the previous call's prefix is on in both.
 
     python benchmarks/embedded_model.py [--quick] [--model local/qwen2.5-coder-1.5b]
 
-``--quick`` (or ``LLAMABOT_BENCH_QUICK=1``): the 0.5B model, 32 tokens, 2 repetitions, a 2-decision agent and a
-smaller search. Prefix caches live in a temporary directory (the user's cache is not touched). Ends with one
-``RESULT`` line (``quick=1`` when made in quick mode).
+``--quick`` (or ``LLAMABOT_BENCH_QUICK=1``): the 0.5B model, 16 tokens, 1 repetition, a 1-iteration agent and a
+2-call search (which has nothing to reuse: a smoke check, not a measurement). Prefix caches live in a temporary
+directory (the user's cache is not touched). Ends with one ``RESULT`` line (``quick=1`` when made in quick mode).
 """
 
 from __future__ import annotations
@@ -210,7 +210,7 @@ def main() -> None:
     args = parser.parse_args()
     quick = quick_mode(args.quick)
     model_name = args.model or ("local/qwen2.5-coder-0.5b" if quick else "local/qwen2.5-coder-1.5b")
-    tokens, reps, iterations = (32, 2, 2) if quick else (128, 5, 8)
+    tokens, reps, iterations = (16, 1, 1) if quick else (128, 5, 8)
     print(f"model {model_name}, {tokens} tokens x {reps} alternations, quick={int(quick)}", flush=True)
     with tempfile.TemporaryDirectory(prefix="llamabot-bench-") as tmp:
         os.environ["LLAMABOT_PREFIX_CACHE_DIR"] = str(Path(tmp) / "parent")
