@@ -32,7 +32,7 @@ from llamabot.models.local_engine import (
     drive,
 )
 from llamabot.models.local_model import local_alias
-from llamabot.models.local_runtime import LoadedModel, _loaded, loaded_model
+from llamabot.models.local_runtime import LoadedModel, loaded_model
 from llamabot.models.registry import LOCAL_PREFIX
 
 
@@ -146,7 +146,6 @@ __all__ = [
     "LocalEngine",
     "LocalProvider",
     "LoadedModel",
-    "_loaded",
     "litellm",
     "loaded_model",
     "to_model_response",

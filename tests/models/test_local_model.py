@@ -65,7 +65,7 @@ def test_mdl_local_110_forced_tool_call_has_valid_arguments(local_model_name):
 
 
 def test_mdl_local_120_named_tool_choice_and_shared_model_under_concurrency(local_model_name):
-    from llamabot.models import local
+    from llamabot.models.local_runtime import loaded_model, loaded_models
 
     async def scenario():
         bot = AsyncToolBot("Call the tool.", model_name=local_model_name, tools=[add, multiply], tool_choice="add")
@@ -89,7 +89,8 @@ def test_mdl_local_120_named_tool_choice_and_shared_model_under_concurrency(loca
     assert all(r.first.ok for r in replies)
     assert {tuple(sorted(r.first.arguments.values())) for r in replies} == {(2.0, 3.0), (2.0, 40.0)}
     assert ticks >= elapsed / 0.01 * 0.5  # the event loop kept running while llama.cpp worked
-    assert len(local._loaded) == 1  # one loaded model per file, shared
+    shared = loaded_model(local_model_name.split("/", 1)[1])
+    assert [m.path for m in loaded_models()].count(shared.path) == 1  # one loaded model per file, shared
 
 
 def test_mdl_local_130_streaming_and_usage(local_model_name):
