@@ -11,9 +11,11 @@ Prefix reuse, before each generation (all under the model's lock):
 1. llama.cpp already reuses what its context shares with the new prompt;
 2. else the in-process :class:`MemoryPrefixCache` restores the longest cached prefix of the prompt when it is
    longer than what the context shares (alternating prompt families keep their own prefixes);
-3. else the *fixed part* of the prompt, the tokens it shares with the template rendered from its leading system
-   messages and tools alone, is restored from the persistent :class:`DiskPrefixCache`, or evaluated and saved
-   there (and in memory) for the next process.
+3. if the context still lacks the *fixed part* of the prompt (the tokens it shares with the template rendered
+   from its leading system messages and tools alone), it is restored from the persistent
+   :class:`DiskPrefixCache`, or evaluated and saved there (and in memory) for the next process;
+4. with the memory cache on, the prompt minus its last token is evaluated and kept in memory, so the next prompt
+   of the same family (ToT's next generation, an agent's next decision) starts from it.
 
 States are taken and restored with llama.cpp's sequence-state API (``llama_state_seq_get_data`` /
 ``llama_state_seq_set_data``): the KV cells of sequence 0 only. ``Llama.save_state`` also copies the
