@@ -105,19 +105,21 @@ def snapshot(llm: Any, tokens: Sequence[int]) -> PrefixState:
     return PrefixState(tuple(tokens), bytes(memoryview(buffer)[:written]))
 
 
-def restore(llm: Any, state: PrefixState) -> bool:
-    """Put ``state`` into the context (replacing what it held); False if llama.cpp refuses it."""
+def restore(llm: Any, state: PrefixState) -> int:
+    """Put ``state`` into the context, replacing what it held; how many tokens the context now holds (0 when
+    llama.cpp refuses the state: the context is then empty)."""
     import llama_cpp
 
     llm.n_tokens = 0
     llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), -1, -1, -1)
     source = (ctypes.c_uint8 * len(state.data)).from_buffer_copy(state.data)
     if llama_cpp.llama_state_seq_set_data(llm.ctx, source, len(state.data), 0) != len(state.data):
-        return False
+        llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), -1, -1, -1)
+        return 0
     n = len(state.tokens)
     llm.input_ids[:n] = state.tokens
     llm.n_tokens = n
-    return True
+    return n
 
 
 class LocalEngine:
@@ -175,14 +177,16 @@ class LocalEngine:
         source = "context" if shared else "none"
         if memory is not None:
             cached = memory.longest(tokens)
-            if cached is not None and len(cached.tokens) > shared and restore(llm, cached):
-                shared, source = len(cached.tokens), "memory"
+            if cached is not None and len(cached.tokens) > shared:
+                shared = restore(llm, cached)
+                source = "memory" if shared else "none"
         if 0 < fixed and shared < fixed:
             prefix = tuple(tokens[:fixed])
             state = disk.get(self._key(prefix)) if disk is not None else None
             if state is not None and restore(llm, state):
                 source = "disk"
             else:
+                shared = 0 if state is not None else shared  # a refused state left the context empty
                 state = self._extend(shared, prefix)
                 source = "evaluated"
                 self._save(prefix, state)

@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from llamabot.models.local_engine import LocalEngine, drive
-from llamabot.models.local_prefix_cache import DiskPrefixCache, MemoryPrefixCache
+from llamabot.models.local_prefix_cache import DiskPrefixCache, MemoryPrefixCache, PrefixState
 from llamabot.models.local_runtime import loaded_model
 from llamabot.models.reply import ModelRequest
 from llamabot.models.seam import acall_model, get_model
@@ -75,6 +75,20 @@ def test_mdl_prefix_060_a_corrupt_saved_prefix_is_rebuilt_not_trusted(loaded, ca
     assert [entry[0] for entry in caches.entries()] == [path]
     loaded.llm.n_tokens = 0
     assert ask(loaded, SYSTEM, "Name a colour.") == ("disk", text)  # the rebuilt file is whole again
+
+
+def test_mdl_prefix_060_a_well_formed_state_that_llama_cpp_refuses_is_re_evaluated(loaded, caches):
+    _, text = ask(loaded, SYSTEM, "Name an animal.")
+    engine = LocalEngine(loaded)
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Name an animal."}]
+    tokens = engine._tokens(engine._prompt(messages, None)[0])
+    prefix = tuple(tokens[: engine.fixed_prefix(messages, None, tokens)])
+    caches.put(
+        engine._key(prefix), PrefixState(prefix, b"\x00" * 4096)
+    )  # right key and checksum, unusable data
+    loaded.memory = None
+    loaded.llm.n_tokens = 0
+    assert ask(loaded, SYSTEM, "Name an animal.") == ("evaluated", text)
 
 
 def test_mdl_prefix_070_alternating_prompt_families_keep_their_own_prefixes(loaded, caches, monkeypatch):
