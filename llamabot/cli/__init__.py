@@ -20,6 +20,24 @@ app.add_typer(eval_app, name="eval")
 console = Console()
 err_console = Console(stderr=True)
 
+
+def _print_version(show: bool) -> None:
+    if show:
+        from llamabot import __version__
+
+        typer.echo(f"llamabot {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """LLM agents as PocketFlow graphs, with an embedded local model that works offline."""
+
+
 MODEL_OPTION = typer.Option(
     None, "--model", "-m", help="LiteLLM model string (default: $LLAMABOT_MODEL, else the embedded local model)."
 )
