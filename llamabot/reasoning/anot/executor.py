@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange, step_runner
 from llamabot.models.messages import system, user
 from llamabot.models.reply import ModelRequest
 from llamabot.models.seam import ChatModel
@@ -99,10 +99,11 @@ def run_layer(
 ) -> dict[str, str]:
     """Run the steps at once in worker threads, at most ``concurrency`` model calls at a time (the sync twin of
     :func:`arun_layer`: the sync bot and the CLI overlap a layer's steps too). Each thread runs in a copy of the
-    caller's context, so its step span nests under the layer's span. Returns step id -> output."""
+    caller's context, so its step span nests under the layer's span. Inside a durable run (a step runner is set:
+    its steps are recorded in order) the steps run one at a time. Returns step id -> output."""
     _check_concurrency(concurrency)
     calling = [call for call in calls if call.prompt is not None]
-    if concurrency == 1 or len(calling) < 2:
+    if concurrency == 1 or len(calling) < 2 or step_runner() is not None:
         return _layer_outputs(calls, [_captured(call, model, params) for call in calls])
     with ThreadPoolExecutor(max_workers=min(concurrency, len(calling)), thread_name_prefix="anot-step") as pool:
         futures = [pool.submit(contextvars.copy_context().run, _captured, call, model, params) for call in calls]

@@ -196,3 +196,25 @@ def test_anot_p3_110_a_sync_step_failure_propagates_after_the_layer_finished():
     assert len(model.requests) == 3
     with pytest.raises(ValueError, match="concurrency must be at least 1"):
         run_layer(calls, model, {}, concurrency=0)
+
+
+def test_anot_p3_100_inside_a_durable_run_the_sync_steps_run_one_at_a_time_in_order():
+    """A durable run records its steps in order, so the sync layer does not start them from several threads."""
+    from llamabot.models.exchange import carry_out, using_steps
+
+    class Recording:
+        def __init__(self):
+            self.prompts: list[str] = []
+
+        def step(self, request, model, on_token):
+            self.prompts.append(request.messages[-1]["content"])
+            return carry_out(request, model, on_token)
+
+        async def astep(self, request, model, on_token):
+            raise AssertionError("the sync layer must use the sync step")
+
+    model, runner = BarrierModel(parties=2, timeout=0.3), Recording()
+    calls = fill_layer([LWTStep(f"c{i}", f"condition {i}") for i in range(1, 4)], SubstitutionContext("", ITEMS))
+    with using_steps(runner), pytest.raises(threading.BrokenBarrierError):
+        run_layer(calls, model, {}, concurrency=3)  # one at a time: the two-party barrier cannot be released
+    assert model.peak == 1 and runner.prompts == ["condition 1", "condition 2", "condition 3"]  # in step order
