@@ -130,3 +130,13 @@ def test_aot_sc_040_options_that_cannot_work_are_refused():
         AoTBot(model_name=ScriptedModel(), samples=3, temperature=0)
     with pytest.raises(ValueError, match="cannot be combined with compensations"):
         AoTBot(model_name=ScriptedModel(), samples=2, compensations={"add": lambda: None})
+
+
+def test_aot_sc_010_the_sample_and_vote_edges_exist_only_with_samples():
+    one = AoTBot(model_name=ScriptedModel())
+    assert one.compensate_node.successors == {"replan": one.plan_node} and not hasattr(one, "vote_node")
+    assert one.report_node.successors == {}
+    many = AoTBot(model_name=ScriptedModel(), samples=3)
+    for node in (many.plan_node, many.report_node, many.compensate_node):
+        assert node.successors["sample"] is many.plan_node and node.successors["vote"] is many.vote_node
+    assert '-->|"vote"|' in str(many.to_mermaid())
