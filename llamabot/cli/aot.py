@@ -132,13 +132,14 @@ def eval_aot(
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from exc
     table = Table(title=f"AoT vs baselines on {dataset} ({len(problems)} problems, {model_name})")
-    for column in ("method", "accuracy", "plan validity", "re-plans", "parse failures", "errors", "mean latency s",
-                   "mean tokens"):
+    for column in ("method", "accuracy", "plan validity", "re-plans", "exec re-plans", "parse failures", "errors",
+                   "mean latency s", "mean tokens"):
         table.add_column(column)
     for s in summaries.values():
         validity = "-" if s.plan_validity_rate is None else f"{s.plan_validity_rate:.0%}"
         parse = "-" if s.plan_validity_rate is None else str(s.parse_failures)
-        table.add_row(s.method, f"{s.accuracy:.1%} ({s.correct}/{s.total})", validity, str(s.replans), parse, str(s.errors),
+        table.add_row(s.method, f"{s.accuracy:.1%} ({s.correct}/{s.total})", validity, str(s.replans),
+                      str(s.execution_replans), parse, str(s.errors),
                       f"{s.mean_latency_s:.2f}", f"{s.mean_tokens:.0f}")
     console.print(table)
     document = report(summaries, dataset=dataset, path=str(path), model=model_name, aot_options=aot_options)

@@ -95,6 +95,7 @@ class Attempt:
     replans: int = 0
     parse_failures: int = 0
     error: str | None = None
+    execution_replans: int = 0  # AoT only: re-plans after a failed execution
 
 
 @dataclass(slots=True)
@@ -110,6 +111,7 @@ class MethodSummary:
     parse_failures: int = 0
     errors: int = 0
     attempts: list[Attempt] = field(default_factory=list)
+    execution_replans: int = 0
 
 
 def summarise(method: str, attempts: list[Attempt]) -> MethodSummary:
@@ -125,6 +127,7 @@ def summarise(method: str, attempts: list[Attempt]) -> MethodSummary:
         mean_tokens=statistics.fmean(a.tokens for a in attempts) if attempts else 0.0,
         plan_validity_rate=(sum(validity) / len(validity)) if validity else None,
         replans=sum(a.replans for a in attempts),
+        execution_replans=sum(a.execution_replans for a in attempts),
         parse_failures=sum(a.parse_failures for a in attempts),
         errors=sum(a.error is not None for a in attempts),
         attempts=attempts,
@@ -146,14 +149,23 @@ def run_aot(bot: Any, problem: Problem, tolerance: float) -> Attempt:
             parse_failures = sum(1 for e in exc.errors if e.code == "malformed")
         else:
             parse_failures = 0
-        replans = len(trace.of_kind("model_call")) - 1 if trace else 0
+        execution_replans = len(exc.earlier) if isinstance(exc, AtomExecutionError) else 0
+        replans = len(trace.of_kind("model_call")) - 1 - execution_replans if trace else 0
         return Attempt(problem.id, problem.answer, None, False, time.perf_counter() - started, tokens,
-                       plan_valid_first=isinstance(exc, AtomExecutionError) and replans == 0, replans=max(replans, 0),
-                       parse_failures=parse_failures, error=f"{type(exc).__name__}: {exc}")
+                       plan_valid_first=_first_plan_valid(trace), replans=max(replans, 0),
+                       parse_failures=parse_failures, error=f"{type(exc).__name__}: {exc}",
+                       execution_replans=execution_replans)
     predicted = parse_number(result.answer)
     return Attempt(problem.id, problem.answer, predicted, is_correct(predicted, problem.answer, tolerance),
                    time.perf_counter() - started, result.usage.total_tokens,
-                   plan_valid_first=result.replans == 0, replans=result.replans, parse_failures=result.parse_failures)
+                   plan_valid_first=_first_plan_valid(result.trace), replans=result.replans,
+                   parse_failures=result.parse_failures, execution_replans=len(result.execution_failures))
+
+
+def _first_plan_valid(trace: Any) -> bool:
+    """Whether the run's first plan passed validation (its ``plan`` decision span recorded no errors)."""
+    plans = trace.of_kind("decision") if trace is not None else []
+    return bool(plans) and not plans[0].attributes.get("errors")
 
 
 def run_direct(bot: Any, problem: Problem, tolerance: float) -> Attempt:

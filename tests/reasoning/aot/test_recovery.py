@@ -154,3 +154,17 @@ async def test_aot_run_070_a_cancelled_graph_run_compensates_the_atoms_it_comple
         "1:cancel_booking",
     ]
     assert bot.last_trace.of_kind("layer")[-1].error.startswith("CancelledError")
+
+
+def test_aot_replan_010_the_harness_counts_execution_replans_and_keeps_the_first_plan_valid():
+    from llamabot.reasoning.aot.evaluate import Problem, evaluate
+
+    model = ScriptedModel([json_reply(DIVIDE_BY_ZERO), json_reply(EXAMPLE_PLAN)])
+    summary = evaluate([Problem("p1", "What is (15 + 7) * 3 - 10?", 56.0)], model, methods=("aot",))["aot"]
+    attempt = summary.attempts[0]
+    assert attempt.correct and attempt.execution_replans == 1 and attempt.replans == 0
+    assert (
+        attempt.plan_valid_first is True
+        and summary.execution_replans == 1
+        and summary.plan_validity_rate == 1.0
+    )
