@@ -1,5 +1,5 @@
 """Contracts with LiteLLM and llama-cpp-python: every private or undocumented attribute, and every shape,
-that llamabot's code touches, one test each (MDL-DEP-010, MDL-DEP-020, MDL-DEP-030).
+that llamabot's code touches, one test each (MDL-DEP-010: LiteLLM, MDL-DEP-020: llama-cpp-python).
 
 These are what the version bounds in pyproject.toml rest on (docs/design/models/LLD.md, "Dependency bounds").
 When a new release changes one of them, its test fails with a message naming the llamabot code that depends on
