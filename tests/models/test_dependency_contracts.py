@@ -348,11 +348,12 @@ def test_mdl_dep_010_local_cost_map_variable_keeps_the_import_offline():
         """
         import socket
         attempts = []
-        def refuse(self, *args, **kwargs):
+        def refuse(*args, **kwargs):
             attempts.append(args)
             raise OSError("network is off in this test")
         socket.socket.connect = refuse
         socket.socket.connect_ex = refuse
+        socket.getaddrinfo = refuse
         import llamabot  # sets LITELLM_LOCAL_MODEL_COST_MAP
         import litellm
         assert litellm.model_cost, "empty cost map"
