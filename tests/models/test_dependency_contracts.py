@@ -98,9 +98,19 @@ def test_mdl_dep_010_litellm_version_is_in_the_declared_range():
     assert hasattr(litellm, "completion")
 
 
-def test_mdl_dep_010_litellm_mcp_extra_is_importable():
-    """LiteLLM imports ``mcp`` on any call with ``tools=``: without the extra every tool-using bot fails."""
-    import mcp  # noqa: F401 - the import is the contract
+def test_mdl_dep_010_litellm_has_the_mcp_extra():
+    """LiteLLM imports ``mcp`` on any call with ``tools=``: llamabot asks for ``litellm[mcp]``, which only means
+    something from the release that declares that extra (1.100.0)."""
+    import mcp  # noqa: F401 - importable, as any call with tools= needs
+
+    extras = {
+        str(Requirement(line).marker)
+        for line in importlib.metadata.requires("litellm") or ()
+        if Requirement(line).marker is not None
+    }
+    assert any('extra == "mcp"' in marker for marker in extras), broken(
+        "litellm", "the [mcp] extra", "every tool-using bot (LiteLLM imports mcp on any call with tools=)"
+    )
 
 
 def test_mdl_dep_010_custom_provider_map_entries_are_provider_and_handler(litellm):
