@@ -2,9 +2,10 @@
 
 - ``stream_ratio`` / ``nostream_ratio``: tokens per second of a ``local/`` call through the model seam
   (``call_model``, with and without ``on_token``) over raw ``Llama.create_completion`` on the same ``Llama``
-  object and the same rendered prompt (``stream=True`` / ``False``); the two alternate ``reps`` times and the
-  ratio is of the medians, so load from other processes hits both alike. Greedy decoding: both sides write the
-  same tokens (``same_text=1`` checks it).
+  object and the same rendered prompt (``stream=True`` / ``False``); the two run back to back ``reps`` times
+  (which goes first alternates) and the ratio is the median of the pairs' ratios, so load from other processes
+  hits both alike. ``*_cpu_ratio``: the same with tokens per CPU second of the process (all threads), which
+  outside load disturbs far less. Greedy decoding: both sides write the same tokens (``same_text=1``).
 - ``cold_first_answer_s`` / ``cached_first_answer_s``: the reference agent's answer to "What is 23 times 19?"
   in a fresh process (model load included), first with an empty prompt-prefix cache, then with the cache that
   first run filled; ``first_answer_ratio`` = cached / cold.
@@ -52,7 +53,8 @@ def quick_mode(flag: bool) -> bool:
 
 
 def throughput(model_name: str, tokens: int, reps: int) -> dict[str, float]:
-    """Alternate raw llama-cpp-python and the seam, streaming and not; medians of tokens per second."""
+    """Raw llama-cpp-python and the seam back to back (order alternating), streaming and not, ``reps`` pairs each;
+    medians of the pair ratios of tokens per second (wall, and CPU time of this process)."""
     from llamabot.models.local_model import local_alias
     from llamabot.models.local_runtime import loaded_model
     from llamabot.models.reply import ModelRequest
@@ -70,49 +72,50 @@ def throughput(model_name: str, tokens: int, reps: int) -> dict[str, float]:
     def count(text: str) -> int:
         return len(llm.tokenize(text.encode(), add_bos=False, special=True))
 
-    def raw(stream: bool) -> tuple[float, str]:
-        started = time.perf_counter()
-        if stream:
-            text = "".join(
-                c["choices"][0]["text"]
-                for c in llm.create_completion(prompt, max_tokens=tokens, temperature=0.0, stream=True)
-            )
-        else:
-            text = llm.create_completion(prompt, max_tokens=tokens, temperature=0.0)["choices"][0]["text"]
-        return count(text) / (time.perf_counter() - started), text
+    def timed(call) -> tuple[float, float, str]:  # noqa: ANN001
+        """(tokens per wall second, tokens per CPU second of this process, text) of one call."""
+        wall, cpu = time.perf_counter(), time.process_time()
+        text = call()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        n = count(text)
+        return n / wall, n / max(cpu, 1e-9), text
 
-    def ours(stream: bool) -> tuple[float, str]:
+    def raw(stream: bool) -> tuple[float, float, str]:
+        if stream:
+            return timed(
+                lambda: "".join(
+                    c["choices"][0]["text"]
+                    for c in llm.create_completion(prompt, max_tokens=tokens, temperature=0.0, stream=True)
+                )
+            )
+        return timed(
+            lambda: llm.create_completion(prompt, max_tokens=tokens, temperature=0.0)["choices"][0]["text"]
+        )
+
+    def ours(stream: bool) -> tuple[float, float, str]:
         pieces: list[str] = []
-        started = time.perf_counter()
-        reply = call_model(model, request, pieces.append if stream else None)
-        elapsed = time.perf_counter() - started
-        return count(reply.content or "") / elapsed, reply.content or ""
+        return timed(lambda: call_model(model, request, pieces.append if stream else None).content or "")
 
     ours(True), raw(True)  # warm up: model loaded, prompt in the context for both sides
-    rates: dict[str, list[float]] = {
-        "raw_stream": [],
-        "ours_stream": [],
-        "raw_nostream": [],
-        "ours_nostream": [],
-    }
+    pairs: dict[str, list[tuple[float, float, float, float]]] = {"stream": [], "nostream": []}
     texts: set[str] = set()
-    for _ in range(reps):
+    for rep in range(reps):
         for stream in (True, False):
-            suffix = "stream" if stream else "nostream"
-            for side, fn in (("raw", raw), ("ours", ours)):
-                rate, text = fn(stream)
-                rates[f"{side}_{suffix}"].append(rate)
+            order = (("raw", raw), ("ours", ours)) if rep % 2 == 0 else (("ours", ours), ("raw", raw))
+            measured = {}
+            for side, fn in order:
+                rate, cpu_rate, text = fn(stream)
+                measured[side] = (rate, cpu_rate)
                 texts.add(text)
-    medians = {key: statistics.median(values) for key, values in rates.items()}
-    return {
-        "stream_ratio": medians["ours_stream"] / medians["raw_stream"],
-        "nostream_ratio": medians["ours_nostream"] / medians["raw_nostream"],
-        "raw_stream_tok_s": medians["raw_stream"],
-        "ours_stream_tok_s": medians["ours_stream"],
-        "raw_nostream_tok_s": medians["raw_nostream"],
-        "ours_nostream_tok_s": medians["ours_nostream"],
-        "same_text": float(len(texts) == 1),
-    }
+            pairs["stream" if stream else "nostream"].append((*measured["ours"], *measured["raw"]))
+    result = {"same_text": float(len(texts) == 1)}
+    for mode, rows in pairs.items():
+        # Each pair ran back to back, under the same outside load: the median of the pair ratios.
+        result[f"{mode}_ratio"] = statistics.median(o / r for o, _, r, _ in rows)
+        result[f"{mode}_cpu_ratio"] = statistics.median(o / r for _, o, _, r in rows)
+        result[f"ours_{mode}_tok_s"] = statistics.median(o for o, _, _, _ in rows)
+        result[f"raw_{mode}_tok_s"] = statistics.median(r for _, _, r, _ in rows)
+    return result
 
 
 def first_answer(model_name: str, cache: Path, iterations: int) -> tuple[float, str]:
@@ -227,6 +230,7 @@ def main() -> None:
         print("ToT " + " ".join(f"{k}={v:.2f}" for k, v in tot.items()), flush=True)
     print(
         f"RESULT stream_ratio={speed['stream_ratio']:.3f} nostream_ratio={speed['nostream_ratio']:.3f} "
+        f"stream_cpu_ratio={speed['stream_cpu_ratio']:.3f} nostream_cpu_ratio={speed['nostream_cpu_ratio']:.3f} "
         f"raw_stream_tok_s={speed['raw_stream_tok_s']:.2f} ours_stream_tok_s={speed['ours_stream_tok_s']:.2f} "
         f"same_text={speed['same_text']:.0f} cold_first_answer_s={cold:.2f} cached_first_answer_s={cached:.2f} "
         f"first_answer_ratio={cached / cold:.3f} answer_has_437={int('437' in cached_answer)} "
