@@ -158,9 +158,9 @@ def _load(name: str, path: Path, settings: LocalSettings) -> LoadedModel:
         template=template, eos_token=eos, bos_token=bos, stop_token_ids=[llm.token_eos()]
     )
     # Recurrent and hybrid models cannot drop a suffix of their memory, so a restored prefix would be unusable.
-    prefixable = not (
-        llama_cpp.llama_model_is_recurrent(llm.model) or llama_cpp.llama_model_is_hybrid(llm.model)
-    )
+    # llama_model_is_hybrid exists in newer llama.cpp builds only.
+    is_hybrid = getattr(llama_cpp, "llama_model_is_hybrid", lambda model: False)
+    prefixable = not (llama_cpp.llama_model_is_recurrent(llm.model) or is_hybrid(llm.model))
     memory = MemoryPrefixCache(settings.memory_bytes) if prefixable and settings.memory_bytes > 0 else None
     disk = (
         DiskPrefixCache(settings.prefix_dir, settings.disk_bytes)
