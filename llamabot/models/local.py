@@ -78,7 +78,8 @@ def _chunks(run: GenerationRun) -> Iterator[dict[str, Any]]:
             except StopIteration as done:
                 generation: Generation = done.value
                 break
-            yield _chunk(piece)
+            if type(piece) is str:  # a forced call's pieces (ToolCallDelta) arrive whole as tool_use below
+                yield _chunk(piece)
     except LocalGenerationError as exc:
         raise CustomLLMError(status_code=500, message=str(exc)) from exc
     finally:

@@ -48,12 +48,13 @@ from llamabot.models.local_grammar import (
 from llamabot.models.local_prefix_cache import PrefixKey, PrefixState, common_prefix_length
 from llamabot.models.local_runtime import LoadedModel
 from llamabot.models.tool_call_text import extract_tool_calls
+from llamabot.observe.hooks import ToolCallDelta
 
 TOOL_CALL_OPEN = "<tool_call>\n"
 DEFAULT_MAX_TOKENS = 1024
 
 #: A generation: yields text pieces, returns what it produced.
-GenerationRun = Generator[str, None, "Generation"]
+GenerationRun = Generator["str | ToolCallDelta", None, "Generation"]
 
 
 class LocalGenerationError(RuntimeError):
@@ -258,7 +259,9 @@ class LocalEngine:
             self.reuse_prefix(tokens, self.fixed_prefix(messages, tools, tokens))
             if forces_tool_call(tools, tool_choice):
                 return (
-                    yield from self._forced_call(prompt, stop, sampling, selected_tools(tools, tool_choice))
+                    yield from self._forced_call(
+                        prompt, stop, sampling, selected_tools(tools, tool_choice), stream
+                    )
                 )
             grammar = _grammar(json.dumps(schema)) if schema is not None else None
             free = yield from self._complete(tokens, stop, sampling, grammar, stream)
@@ -270,7 +273,7 @@ class LocalEngine:
                     return Generation(None, calls, free.prompt_tokens, free.completion_tokens, "tool_calls")
                 if text.lstrip().startswith(("<tool_call>", "{")):
                     # It began a call it could not write validly: redo it under the grammar.
-                    forced = yield from self._forced_call(prompt, stop, sampling, tools)
+                    forced = yield from self._forced_call(prompt, stop, sampling, tools, stream)
                     forced.prompt_tokens += free.prompt_tokens
                     forced.completion_tokens += free.completion_tokens
                     return forced
@@ -278,10 +281,19 @@ class LocalEngine:
             return free
 
     def _forced_call(
-        self, prompt: str, stop: list[str], sampling: dict[str, Any], tools: list[dict[str, Any]]
+        self,
+        prompt: str,
+        stop: list[str],
+        sampling: dict[str, Any],
+        tools: list[dict[str, Any]],
+        stream: bool = False,
     ) -> GenerationRun:
+        """The call written under the grammar; when ``stream``, its text as :class:`ToolCallDelta` pieces of one
+        JSON document (``{"name": ..., "arguments": {...}}``), so a caller can follow the call as it is made."""
         grammar = _grammar(json.dumps(tool_call_schema(tools)))
-        out = yield from self._complete(self._tokens(prompt + TOOL_CALL_OPEN), stop, sampling, grammar, False)
+        out = yield from _call_pieces(
+            self._complete(self._tokens(prompt + TOOL_CALL_OPEN), stop, sampling, grammar, stream)
+        )
         try:
             name, arguments = parse_forced_call(out.content or "")
         except (ValueError, RecursionError, KeyError, TypeError) as exc:
@@ -291,6 +303,17 @@ class LocalEngine:
                 f"Output: {excerpt(out.content)}"
             ) from exc
         return Generation(None, [(name, arguments)], out.prompt_tokens, out.completion_tokens, "tool_calls")
+
+
+def _call_pieces(run: GenerationRun) -> GenerationRun:
+    """``run``'s text pieces as pieces of the one tool call it writes (a JSON document); the same result."""
+    try:
+        while True:
+            yield ToolCallDelta(0, None, next(run), document=True)
+    except StopIteration as done:
+        return done.value
+    finally:
+        run.close()
 
 
 # --- drivers ----------------------------------------------------------------------------------------------------

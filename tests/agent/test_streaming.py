@@ -178,3 +178,13 @@ async def test_agt_stream_090_through_litellm_the_answer_streams_from_a_real_ser
     assert answer_tokens(events) == ANSWER == events[-1].data["result"]
     assert len(tokens) > 5
     assert events[-1].data["usage"]["input_tokens"] == 11 and events[-1].data["usage"]["output_tokens"] == 7
+
+
+@pytest.mark.local_model
+async def test_agt_stream_110_the_embedded_model_streams_the_answer_as_it_writes_the_call(local_model_name):
+    bot = AsyncAgentBot(model_name=local_model_name, max_iterations=2)
+    events = await events_of(bot, "Greet me in one short sentence.")
+    answer = events[-1].data["result"]
+    pieces = [e.data["delta"] for e in events if e.kind == "token" and e.data["answer"]]
+    assert isinstance(answer, str) and answer.strip()
+    assert len(pieces) > 1 and "".join(pieces) == answer  # written piece by piece, not delivered whole
