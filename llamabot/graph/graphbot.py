@@ -31,9 +31,10 @@ from llamabot.observe.events import EventHook, RunEvent
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, run
 from llamabot.observe.usage import UsageLimits
+from llamabot.tools.closing import Closing
 
 
-class GraphBot:
+class GraphBot(Closing):
     """Base class of bots that run a PocketFlow graph. ``hooks``: lifecycle hooks told about every run;
     ``usage_limits``: :class:`UsageLimits` every run obeys (a run's own ``usage_limits=`` option replaces them)."""
 
@@ -209,14 +210,3 @@ class GraphBot:
             if callable(close):
                 close()
 
-    def __enter__(self) -> GraphBot:
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
-
-    async def __aenter__(self) -> GraphBot:
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> None:
-        await asyncio.to_thread(self.close)

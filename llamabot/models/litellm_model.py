@@ -20,7 +20,7 @@ from typing import Any
 from llamabot.errors import LlamabotError, ModelCallError
 from llamabot.models.registry import LOCAL_MODELS, LOCAL_PREFIX
 from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
-from llamabot.models.seam import TokenCallback
+from llamabot.models.seam import StringModel, TokenCallback
 from llamabot.observe.hooks import ToolCallDelta
 
 _setup_lock = threading.Lock()
@@ -66,27 +66,13 @@ def register_zero_cost(litellm: Any, model_names: list[str], provider: str) -> N
     )
 
 
-class LiteLLMModel:
+class LiteLLMModel(StringModel):
     """A chat model reached through ``litellm.completion`` / ``litellm.acompletion``."""
 
-    def __init__(self, model_string: str, **defaults: Any):
-        self.name = model_string
-        self.model_string = model_string
-        self.defaults = defaults
-
-    def __repr__(self) -> str:
-        return f"LiteLLMModel({self.model_string!r})"
-
     def _kwargs(self, request: ModelRequest, stream: bool) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {**self.defaults, **request.params}
+        kwargs = request.call_params(self.defaults)
         kwargs["model"] = self.model_string
         kwargs["messages"] = request.messages
-        if request.tools:
-            kwargs["tools"] = request.tools
-            if request.tool_choice is not None:
-                kwargs["tool_choice"] = request.tool_choice
-        if request.response_format is not None:
-            kwargs["response_format"] = request.response_format
         if stream:
             kwargs["stream"] = True
             kwargs["stream_options"] = {"include_usage": True}

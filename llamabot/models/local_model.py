@@ -15,31 +15,18 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
 
 from llamabot.models.litellm_model import provider_errors
 from llamabot.models.local_engine import Generation, GenerationRun, LocalEngine, adrive, drive
 from llamabot.models.local_runtime import loaded_model
 from llamabot.models.registry import LOCAL_PREFIX
 from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
-from llamabot.models.seam import TokenCallback
+from llamabot.models.seam import StringModel, TokenCallback
 
 
 def local_alias(model: str) -> str:
     """What follows ``local/`` (an alias or a GGUF path)."""
     return model.split("/", 1)[1] if model.startswith(f"{LOCAL_PREFIX}/") else model
-
-
-def request_params(request: ModelRequest, defaults: dict[str, Any]) -> dict[str, Any]:
-    """The engine's parameters for ``request``: defaults, the request's params, tools and formats."""
-    params: dict[str, Any] = {**defaults, **request.params}
-    if request.tools:
-        params["tools"] = request.tools
-        if request.tool_choice is not None:
-            params["tool_choice"] = request.tool_choice
-    if request.response_format is not None:
-        params["response_format"] = request.response_format
-    return params
 
 
 def to_reply(generation: Generation, model: str, latency_s: float) -> ModelReply:
@@ -60,23 +47,15 @@ def to_reply(generation: Generation, model: str, latency_s: float) -> ModelReply
     )
 
 
-class LocalModel:
+class LocalModel(StringModel):
     """A chat model on the embedded llama.cpp model ``local/<alias or path.gguf>``."""
-
-    def __init__(self, model_string: str, **defaults: Any):
-        self.name = model_string
-        self.model_string = model_string
-        self.defaults = defaults
-
-    def __repr__(self) -> str:
-        return f"LocalModel({self.model_string!r})"
 
     def _generation(self, request: ModelRequest, stream: bool) -> GenerationRun:
         """The engine's generation for ``request``; what it raises becomes ModelCallError naming the model. The
         caller's ``on_token`` runs in the driver, outside this generator, so its own errors stay its own."""
         with provider_errors(self.model_string):
             engine = LocalEngine(loaded_model(local_alias(self.model_string)))
-            return (yield from engine.run(request.messages, request_params(request, self.defaults), stream))
+            return (yield from engine.run(request.messages, request.call_params(self.defaults), stream))
 
     def complete(self, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:
         started = time.perf_counter()

@@ -65,6 +65,18 @@ class ModelRequest:
             "response_format": bool(self.response_format),
         }
 
+    def call_params(self, defaults: dict[str, Any]) -> dict[str, Any]:
+        """The parameters a provider gets for this request: ``defaults``, then the request's own, then its tools
+        (and tool choice) and response format when set."""
+        params: dict[str, Any] = {**defaults, **self.params}
+        if self.tools:
+            params["tools"] = self.tools
+            if self.tool_choice is not None:
+                params["tool_choice"] = self.tool_choice
+        if self.response_format is not None:
+            params["response_format"] = self.response_format
+        return params
+
     @property
     def last_user_text(self) -> str:
         """The text of the last user message (handy in scripted responders and assertions)."""

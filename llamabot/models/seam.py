@@ -50,6 +50,19 @@ class ChatModel(Protocol):
     async def acomplete(self, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply: ...
 
 
+class StringModel:
+    """A chat model named by a model string (``LiteLLMModel``, ``LocalModel``), with default call parameters
+    that every request's own parameters override."""
+
+    def __init__(self, model_string: str, **defaults: Any):
+        self.name = model_string
+        self.model_string = model_string
+        self.defaults = defaults
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.model_string!r})"
+
+
 def default_model_name() -> str:
     """``$LLAMABOT_MODEL``, else the embedded default when the ``local`` extra is installed, else an error."""
     env = os.environ.get("LLAMABOT_MODEL", "").strip()

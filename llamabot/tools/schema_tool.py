@@ -20,9 +20,8 @@ from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, create_model
 
 from llamabot.errors import ToolDefinitionError, excerpt
-from llamabot.tools.retry import Retry
 from llamabot.tools.schema import function_schema
-from llamabot.tools.tool import DECIDE, Tool, _checked_timeout, _retry_policy
+from llamabot.tools.tool import Tool, call_policy
 
 #: What an OpenAI-compatible provider accepts as a function name.
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -87,19 +86,15 @@ def schema_tool(
     *,
     func: Callable[..., Any] | None = None,
     afunc: Callable[..., Awaitable[Any]] | None = None,
-    loopback_name: str | None = DECIDE,
-    timeout: float | None = None,
-    retries: int | None = None,
-    retry: Retry | None = None,
-    blocking: bool = True,
-    requires_approval: bool = False,
+    **options: Any,
 ) -> Tool:
     """A :class:`Tool` named ``name`` whose arguments are described by the JSON schema ``parameters``, as given.
 
     ``func`` receives the checked arguments as keywords (the schema's property names); ``afunc``, a coroutine
     function, is what async runs await instead. Give one or both: with only ``afunc`` the tool is async (like an
     ``async def`` ``@tool``); with both, sync runs call ``func`` and async runs await ``afunc``. The other options
-    are :func:`llamabot.tools.tool.build_tool`'s. Raises :class:`ToolDefinitionError` naming the tool for a bad
+    (``loopback_name``, ``timeout``, ``retries``/``retry``, ``blocking``, ``requires_approval``) are
+    :func:`llamabot.tools.tool.call_policy`'s. Raises :class:`ToolDefinitionError` naming the tool for a bad
     name, a schema that is not a valid JSON schema of an object, or no function.
     """
     if not isinstance(name, str) or not TOOL_NAME.match(name):
@@ -124,15 +119,11 @@ def schema_tool(
         func=func,
         arguments=_arguments_model(name, parameters),
         json_schema=function_schema(name, description, parameters),
-        loopback_name=loopback_name,
         hidden=(),
         is_async=inspect.iscoroutinefunction(func),
-        timeout=_checked_timeout(name, timeout),
-        retry=_retry_policy(name, retries, retry),
-        blocking=blocking,
-        requires_approval=bool(requires_approval),
         afunc=afunc,
         schema_check=check,
+        **call_policy(name, **options),
     )
 
 

@@ -167,17 +167,29 @@ def _format_validation_errors(exc: ValidationError) -> list[str]:
     return messages
 
 
-def build_tool(
-    func: Callable[..., Any],
+def call_policy(
+    name: str,
     *,
-    name: str | None = None,
     loopback_name: str | None = DECIDE,
     timeout: float | None = None,
     retries: int | None = None,
     retry: Retry | None = None,
     blocking: bool = True,
     requires_approval: bool = False,
-) -> Tool:
+) -> dict[str, Any]:
+    """How the tool ``name`` is called, checked: the :class:`Tool` fields every way of making a tool shares
+    (``@tool``/:func:`build_tool` and :func:`llamabot.tools.schema_tool.schema_tool`). Raises
+    :class:`ToolDefinitionError` naming the tool for a bad timeout or retry policy."""
+    return {
+        "loopback_name": loopback_name,
+        "timeout": _checked_timeout(name, timeout),
+        "retry": _retry_policy(name, retries, retry),
+        "blocking": blocking,
+        "requires_approval": bool(requires_approval),
+    }
+
+
+def build_tool(func: Callable[..., Any], *, name: str | None = None, **options: Any) -> Tool:
     """Build the :class:`Tool` description of ``func`` (used by :func:`tool`).
 
     ``retries=n`` is ``retry=Retry(attempts=n + 1)`` (the default backoff); give one or the other.
@@ -198,14 +210,10 @@ def build_tool(
         func=func,
         arguments=model,
         json_schema=schema,
-        loopback_name=loopback_name,
         hidden=hidden,
         is_async=inspect.iscoroutinefunction(func),
         hidden_required=hidden_required,
-        timeout=_checked_timeout(tool_name, timeout),
-        retry=_retry_policy(tool_name, retries, retry),
-        blocking=blocking,
-        requires_approval=bool(requires_approval),
+        **call_policy(tool_name, **options),
     )
 
 

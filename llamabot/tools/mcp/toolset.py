@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from llamabot.errors import MCPServerError, ToolDefinitionError
+from llamabot.tools.closing import Closing
 from llamabot.tools.mcp.connection import CONNECT_TIMEOUT, MCPConnection
 from llamabot.tools.mcp.results import result_value
 from llamabot.tools.mcp.server import server_spec
@@ -57,7 +58,7 @@ class MCPToolFunction:
         return f"<MCP tool {self.remote_name!r} of {self.connection.spec.label!r}>"
 
 
-class MCPTools(Sequence[Tool]):
+class MCPTools(Closing, Sequence[Tool]):
     """The tools of one MCP server (a sequence of :class:`Tool`) and the handle of its session.
 
     ``close()`` (or leaving ``with mcp_tools(...) as tools:``, sync or async) stops the server; so does closing a
@@ -99,18 +100,6 @@ class MCPTools(Sequence[Tool]):
     async def aclose(self) -> None:
         """:meth:`close` without blocking the event loop."""
         await asyncio.to_thread(self._connection.close)
-
-    def __enter__(self) -> MCPTools:
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
-
-    async def __aenter__(self) -> MCPTools:
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
