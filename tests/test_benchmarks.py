@@ -39,6 +39,7 @@ EXPECTED_KEYS: dict[str, set[str]] = {
     "durable_overhead.py": {
         "durable_step_ratio_sqlite", "durable_step_ratio_postgres", "workers_ratio", "recovery_s", "quick",
     },
+    "parallel_calls.py": {"sync_tool_ratio", "async_tool_ratio", "overhead_ms", "calls", "quick"},
     "mcp_overhead.py": {
         "mcp_call_us", "local_call_us", "ratio", "mcp_async_call_us", "sdk_call_us", "over_sdk_us", "mcp_cpu_us",
         "sdk_cpu_us", "over_sdk_cpu_us", "thread_hop_us", "quick",
