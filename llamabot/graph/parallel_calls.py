@@ -81,7 +81,10 @@ def cancel_early(run: RunContext | None) -> None:
     """Cancel the early calls of a run that ended without taking them (it failed or was cancelled)."""
     started = run.values.pop(EARLY, None) if run is not None else None
     for task in (started or {}).values():
-        task.cancel()
+        if not task.done():
+            task.cancel()
+        elif not task.cancelled():
+            task.exception()  # retrieved: the run's own error is what the caller sees, not a logged orphan
 
 
 async def _early_call(tool: Tool, call: PendingCall, parent: Span | None, slots: asyncio.Semaphore) -> ToolOutcome:
