@@ -85,32 +85,26 @@ def conversation_window(memory: list[Message], run_start: int, limit: int | None
     tail = _newest_turns(after, limit, keep_newest=True)
     if len(tail) < len(after):
         return [query, *tail]
-    before = _newest_turns(memory[:run_start], limit - len(after), keep_newest=False)
+    before = _newest_turns(memory, limit - len(after), keep_newest=False, end=run_start)
     return [*before, query, *after]
 
 
-def _turns(messages: list[Message]) -> list[list[Message]]:
-    """``messages`` cut into turns: each message but a ``tool`` result starts one; results join the turn
-    before them (a leading result, whose assistant turn is not here, is a turn of its own)."""
-    turns: list[list[Message]] = []
-    for message in messages:
-        if message.get("role") == "tool" and turns:
-            turns[-1].append(message)
-        else:
-            turns.append([message])
-    return turns
+def _newest_turns(messages: list[Message], budget: int, *, keep_newest: bool, end: int | None = None) -> list[Message]:
+    """The longest run of whole turns at the end of ``messages[:end]`` that fits ``budget`` messages (the newest
+    turn whatever its size when ``keep_newest``), without a leading orphan ``tool`` result.
 
-
-def _newest_turns(messages: list[Message], budget: int, *, keep_newest: bool) -> list[Message]:
-    """The longest run of whole turns at the end of ``messages`` that fits ``budget`` messages (the newest turn
-    whatever its size when ``keep_newest``), without a leading orphan ``tool`` result."""
-    kept: list[list[Message]] = []
-    size = 0
-    for turn in reversed(_turns(messages)):
-        if size + len(turn) > budget and not (keep_newest and not kept):
+    A turn is a message other than a ``tool`` result with the results that follow it; results at the very start
+    (their assistant turn is not there) are an orphan turn, never kept. Walks back from ``end`` and stops at the
+    first turn that does not fit, so the cost is the window's size, not the conversation's."""
+    end = len(messages) if end is None else end
+    first = end  # the window is messages[first:end]
+    while first > 0:
+        begin = first - 1
+        while begin > 0 and messages[begin].get("role") == "tool":
+            begin -= 1
+        if messages[begin].get("role") == "tool":  # results whose assistant turn is not here
             break
-        kept.append(turn)
-        size += len(turn)
-    while kept and kept[-1][0].get("role") == "tool":  # kept is newest first: drop orphans at the window's start
-        kept.pop()
-    return [message for turn in reversed(kept) for message in turn]
+        if end - begin > budget and not (keep_newest and first == end):
+            break
+        first = begin
+    return messages[first:end]

@@ -107,3 +107,26 @@ def test_agt_msg_010_the_model_sees_proper_chat_messages():
     assert second.messages[2]["role"] == "assistant" and second.messages[2]["tool_calls"][0]["type"] == "function"
     assert second.messages[3] == {"role": "tool", "tool_call_id": second.messages[2]["tool_calls"][0]["id"],
                                   "name": "add", "content": "4"}
+
+
+def test_agt_iso_070_the_window_reads_only_its_own_messages_however_long_the_conversation():
+    """A bot kept for a long conversation does not slow down call after call (benchmarks' reuse_ratio): the
+    window is found walking back from the newest message, never by reading the whole history."""
+    from llamabot.graph.agent_state import conversation_window
+
+    class Counting(list):
+        read = 0
+
+        def __getitem__(self, index):
+            item = super().__getitem__(index)
+            Counting.read += len(item) if isinstance(index, slice) else 1
+            return item
+
+    turn = [{"role": "user", "content": "q"}, {"role": "assistant", "content": None, "tool_calls": [{"id": "x"}]},
+            {"role": "tool", "content": "1"}, {"role": "assistant", "content": "a"}]
+    for turns in (100, 10_000):
+        memory = Counting(turn * turns + [{"role": "user", "content": "now"}])
+        Counting.read = 0
+        window = conversation_window(memory, len(memory) - 1, 40)
+        assert len(window) <= 41 and window[-1]["content"] == "now"
+        assert Counting.read < 200, (turns, Counting.read)  # about the window's size, whatever the history
