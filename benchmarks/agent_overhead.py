@@ -107,6 +107,18 @@ def bench_pocketflow_node_us(steps: int, samples: int = 5) -> float:
     return statistics.median(results)
 
 
+def timed_runs(bot: Any, runs: int, clock: Any = time.perf_counter) -> float:
+    """Seconds (by ``clock``) that ``runs`` fresh agent runs on ``bot`` take, gc off."""
+    gc.disable()
+    t0 = clock()
+    for _ in range(runs):
+        bot.reset()
+        bot("What is (2 + 3) * 7?")
+    elapsed = clock() - t0
+    gc.enable()
+    return elapsed
+
+
 def bench_step_us(runs: int) -> tuple[float, float]:
     """Returns (median framework µs per step, model µs per step)."""
     model = TimedModel(ScriptedModel(responder=scripted_reply, record=False, strict=False))
@@ -115,13 +127,7 @@ def bench_step_us(runs: int) -> tuple[float, float]:
     for _ in range(5):
         bot = AgentBot(tools=CALCULATOR_TOOLS, model_name=model)
         model.spent = 0.0
-        gc.disable()
-        t0 = time.perf_counter()
-        for _ in range(runs):
-            bot.reset()
-            bot("What is (2 + 3) * 7?")
-        total = time.perf_counter() - t0
-        gc.enable()
+        total = timed_runs(bot, runs)
         steps = runs * STEPS_PER_RUN
         samples.append((total - model.spent) / steps * 1e6)
         model_us.append(model.spent / steps * 1e6)
@@ -209,14 +215,7 @@ def otel_step_us(runs: int) -> float:
     """CPU µs per decision step of ``runs`` agent runs on one bot (scripted model, gc off). CPU time of this
     process (``time.process_time``), so the load of other processes on a shared machine does not count."""
     bot = AgentBot(tools=CALCULATOR_TOOLS, model_name=ScriptedModel(responder=scripted_reply, record=False, strict=False))
-    gc.disable()
-    t0 = time.process_time()
-    for _ in range(runs):
-        bot.reset()
-        bot("What is (2 + 3) * 7?")
-    elapsed = time.process_time() - t0
-    gc.enable()
-    return elapsed / (runs * STEPS_PER_RUN) * 1e6
+    return timed_runs(bot, runs, time.process_time) / (runs * STEPS_PER_RUN) * 1e6
 
 
 def sdk_span_us(provider: Any, spans: int) -> float:
