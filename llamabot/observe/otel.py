@@ -35,15 +35,22 @@ import os
 import time
 from collections.abc import Iterable
 from importlib.metadata import PackageNotFoundError, version
+from types import MappingProxyType
 from typing import Any
 
 try:
     from opentelemetry import trace as otel_trace
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.sdk.trace import Tracer as SDKTracer
+    from opentelemetry.sdk.trace import TracerProvider as SDKTracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+    from opentelemetry.sdk.trace.sampling import ParentBased
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
     # the GenAI attribute names are in development: the conventions package keeps them under _incubating
     from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
     from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
-    from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
+    from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags, TracerProvider
 except ImportError as exc:
     raise ImportError(
         f'OpenTelemetry export needs the otel extra: pip install "llamabot[otel]" ({exc})'
@@ -61,6 +68,7 @@ USAGE_COST = "llamabot.usage.cost"
 #: String attributes of node spans that are names, not contents (recorded even without ``capture_content``).
 NAME_ATTRIBUTES = frozenset({"action", "calls", "atom_kind", "status"})
 #: Model request parameters and their GenAI attribute names.
+INPUT_TOKENS, OUTPUT_TOKENS = gen_ai.GEN_AI_USAGE_INPUT_TOKENS, gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS
 REQUEST_PARAMS = {
     "temperature": gen_ai.GEN_AI_REQUEST_TEMPERATURE,
     "max_tokens": gen_ai.GEN_AI_REQUEST_MAX_TOKENS,
@@ -72,10 +80,27 @@ REQUEST_PARAMS = {
     "stop": gen_ai.GEN_AI_REQUEST_STOP_SEQUENCES,
 }
 _TRUE = ("1", "true", "yes", "on")
+#: The direct way (see OTelHook) hands finished spans to these processors only: their on_start does nothing.
+DIRECT_PROCESSORS = (SimpleSpanProcessor, BatchSpanProcessor)
+#: ... and only under span limits that our spans cannot reach without contents (at most this many attributes,
+#: names and ids of at most this many characters).
+DIRECT_MAX_ATTRIBUTES, DIRECT_MAX_LENGTH = 32, 256
+UNSET = Status(StatusCode.UNSET)
 
 
 class OTelHook(RunHooks):
     """Export every span of the runs it observes as OpenTelemetry spans (see the module docstring).
+
+    Two ways to the exporter, the same spans either way:
+
+    - **direct** (the default whenever it is exact): with the SDK's tracer provider, its ``ParentBased`` sampler
+      (the SDK default), only the SDK's ``SimpleSpanProcessor``/``BatchSpanProcessor`` (whose ``on_start`` does
+      nothing) and contents off, each of our spans is handed to the processors as a finished ``ReadableSpan``
+      when it ends. The sampler decides once per root run (the run's spans follow it, as ``ParentBased`` makes
+      them); span ids come from the provider's id generator. About a fifth of the cost of a live SDK span, whose
+      attribute checks we do not need (our attributes are typed by construction).
+    - **live**: any other provider, processor or sampler, or ``capture_content``: a live span is started when
+      our span starts and ended when it ends, through the public tracing API (span limits applied by the SDK).
 
     Args:
         tracer_provider: where spans go; default: the global one (``opentelemetry.trace.get_tracer_provider()``,
@@ -88,62 +113,31 @@ class OTelHook(RunHooks):
         provider = tracer_provider if tracer_provider is not None else otel_trace.get_tracer_provider()
         self.tracer = provider.get_tracer("llamabot", _llamabot_version())
         self.capture_content = capture_from_env() if capture_content is None else bool(capture_content)
-        self._key = f"_otel_{id(self):x}"  # where this hook keeps the OTel span of each of our spans
+        self._key = f"_otel_{id(self):x}"  # where this hook keeps the OTel record of each of our spans
+        self._scope = InstrumentationScope("llamabot", _llamabot_version())
+        self._global: tuple[Any, Any] = (None, None)  # (global provider, its tracer) behind a proxy tracer
         # a provider that instrument() made from the environment, for uninstrument() to shut down
         self.owned_provider: Any = None
 
     # -- the hook -----------------------------------------------------------------------------------------
 
     def on_start(self, span: Span, state: Any) -> None:
-        category = span.category
-        attributes: dict[str, Any] = {}
-        if category == "model_call":
-            name, kind = self._model_call_start(span, attributes), SpanKind.CLIENT
-        elif category == "tool_call":
-            name, kind = self._tool_call_start(span, attributes), SpanKind.INTERNAL
-        elif category == "run":
-            name, kind = self._run_start(span, attributes), SpanKind.INTERNAL
-        else:
-            name, kind = span.name, SpanKind.INTERNAL
-            attributes[SPAN_KIND] = span.kind
         parent = self._parent(span)
         if parent is None:  # a root: a child of the OTel span active here (if any); our clock mapped once
-            context, offset = None, time.time_ns() - round(time.perf_counter() * 1e9)
+            direct = self._direct_tracer()
+            record = _DirectRun.start(self, span, *direct) if direct is not None else _Live.root(self, span)
+        elif parent.__class__ is _DirectRun:  # the run's record is every span's: ids are drawn when spans end
+            record = parent
         else:
-            context, offset = parent.context(), parent.offset
-        exported = self.tracer.start_span(
-            name, context, kind, attributes, start_time=offset + round(span.start * 1e9)
-        )
-        span.attributes[self._key] = _Exported(exported, offset)
+            record = parent.child(self, span)
+        span.attributes[self._key] = record
 
     def on_end(self, span: Span, state: Any) -> None:
-        opened: _Exported | None = span.attributes.pop(self._key, None)
-        if opened is None:  # started before this hook was told (nothing to end)
-            return
-        exported = opened.span
-        if exported.is_recording():
-            category = span.category
-            if category == "model_call":
-                self._model_call_end(span, exported)
-            elif category == "tool_call":
-                if self.capture_content and "result" in span.attributes:
-                    exported.set_attribute(gen_ai.GEN_AI_TOOL_CALL_RESULT, _json(span.attributes["result"]))
-            elif category == "run":
-                if self.capture_content and "result" in span.attributes:
-                    exported.set_attribute(
-                        gen_ai.GEN_AI_OUTPUT_MESSAGES,
-                        _json([_text_message("assistant", span.attributes["result"])]),
-                    )
-            else:
-                exported.set_attributes(self._step_attributes(span.attributes))
-            if span.error is not None:
-                self._failed(exported, span.error)
-        end = span.end if span.end is not None else time.perf_counter()
-        exported.end(end_time=opened.offset + round(end * 1e9))
+        record: _Live | _DirectRun | None = span.attributes.pop(self._key, None)
+        if record is not None:  # None: started before this hook was told (nothing to end)
+            record.end(self, span)
 
-    # -- per category -------------------------------------------------------------------------------------
-
-    def _parent(self, span: Span) -> _Exported | None:
+    def _parent(self, span: Span) -> _Live | _DirectRun | None:
         if span.parent_id is None:
             return None
         trace = current_trace()
@@ -154,6 +148,71 @@ class OTelHook(RunHooks):
         if parent is None or parent.span_id != span.parent_id:
             return None
         return parent.attributes.get(self._key)
+
+    def _direct_tracer(self) -> tuple[Any, tuple[Any, ...]] | None:
+        """(the SDK tracer, its span processors) when the direct way is exact for a new root run (see the class
+        docstring), else None."""
+        if self.capture_content:
+            return None
+        tracer = self.tracer
+        if isinstance(tracer, otel_trace.ProxyTracer):  # spans go to whatever provider is global now
+            provider = otel_trace.get_tracer_provider()
+            if not isinstance(provider, SDKTracerProvider):
+                return None
+            if self._global[0] is not provider:
+                self._global = (provider, provider.get_tracer("llamabot", _llamabot_version()))
+            tracer = self._global[1]
+        if not isinstance(tracer, SDKTracer) or not isinstance(tracer.sampler, ParentBased):
+            return None
+        if not tracer._is_enabled():  # a tracer configurator turned llamabot off: the live way drops spans
+            return None
+        limits = tracer._span_limits
+        count, length = limits.max_span_attributes, limits.max_span_attribute_length
+        if (count is not None and count < DIRECT_MAX_ATTRIBUTES) or (
+            length is not None and length < DIRECT_MAX_LENGTH
+        ):
+            return None
+        processors = getattr(tracer.span_processor, "_span_processors", None)
+        if processors is None or any(type(p) not in DIRECT_PROCESSORS for p in processors):
+            return None
+        return tracer, processors
+
+    # -- what a span becomes ------------------------------------------------------------------------------
+
+    def _describe(self, span: Span) -> tuple[str, SpanKind, dict[str, Any]]:
+        """The OTel span's name, kind and the attributes known when our span starts."""
+        category = span.category
+        attributes: dict[str, Any] = {}
+        if category == "model_call":
+            return self._model_call_start(span, attributes), SpanKind.CLIENT, attributes
+        if category == "tool_call":
+            return self._tool_call_start(span, attributes), SpanKind.INTERNAL, attributes
+        if category == "run":
+            return self._run_start(span, attributes), SpanKind.INTERNAL, attributes
+        attributes[SPAN_KIND] = span.kind
+        return span.name, SpanKind.INTERNAL, attributes
+
+    def _finish(self, span: Span, attributes: dict[str, Any]) -> dict[str, Any]:
+        """Add the attributes known when our span ends (usage, results, a step's numbers) to ``attributes``."""
+        category = span.category
+        own = span.attributes
+        if category == "model_call":
+            self._model_call_end(span, attributes)
+        elif category == "tool_call":
+            if self.capture_content and "result" in own:
+                attributes[gen_ai.GEN_AI_TOOL_CALL_RESULT] = _json(own["result"])
+        elif category == "run":
+            if self.capture_content and "result" in own:
+                attributes[gen_ai.GEN_AI_OUTPUT_MESSAGES] = _json([_text_message("assistant", own["result"])])
+        else:
+            self._step_attributes(own, attributes)
+        return attributes
+
+    def _failure(self, error: str) -> tuple[str, Status]:
+        """(``error.type``, the span's status) of a span that failed with ``error``."""
+        kind, colon, _ = error.partition(":")
+        error_type = kind if colon and kind.isidentifier() else "_OTHER"
+        return error_type, Status(StatusCode.ERROR, error if self.capture_content else error_type)
 
     def _run_start(self, span: Span, attributes: dict[str, Any]) -> str:
         attributes[gen_ai.GEN_AI_OPERATION_NAME] = "invoke_agent"
@@ -177,33 +236,28 @@ class OTelHook(RunHooks):
             for key, value in request.params.items():
                 name = REQUEST_PARAMS.get(key)
                 if name is not None and value is not None:
-                    attributes[name] = (
-                        value if not isinstance(value, (list, tuple)) else [str(v) for v in value]
-                    )
+                    attributes[name] = _attribute_value(value)
             if request.response_format:
                 attributes[gen_ai.GEN_AI_OUTPUT_TYPE] = "json"
             if self.capture_content:
                 attributes[gen_ai.GEN_AI_INPUT_MESSAGES] = _json([chat_message(m) for m in request.messages])
         return f"chat {model}"
 
-    def _model_call_end(self, span: Span, exported: Any) -> None:
+    def _model_call_end(self, span: Span, attributes: dict[str, Any]) -> None:
         reply = span.attributes.get("reply")
         if reply is None:
             return
         usage = reply.usage
-        attributes: dict[str, Any] = {
-            gen_ai.GEN_AI_USAGE_INPUT_TOKENS: usage.prompt_tokens,
-            gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS: usage.completion_tokens,
-        }
+        attributes[INPUT_TOKENS] = usage.prompt_tokens
+        attributes[OUTPUT_TOKENS] = usage.completion_tokens
         if usage.cost is not None:
             attributes[USAGE_COST] = usage.cost
         if reply.model:
             attributes[gen_ai.GEN_AI_RESPONSE_MODEL] = reply.model
         if reply.finish_reason:
-            attributes[gen_ai.GEN_AI_RESPONSE_FINISH_REASONS] = [reply.finish_reason]
+            attributes[gen_ai.GEN_AI_RESPONSE_FINISH_REASONS] = (reply.finish_reason,)
         if self.capture_content:
             attributes[gen_ai.GEN_AI_OUTPUT_MESSAGES] = _json([reply_message(reply)])
-        exported.set_attributes(attributes)
 
     def _tool_call_start(self, span: Span, attributes: dict[str, Any]) -> str:
         own = span.attributes
@@ -217,48 +271,196 @@ class OTelHook(RunHooks):
         if call_id is not None:
             attributes[gen_ai.GEN_AI_TOOL_CALL_ID] = str(call_id)
         if "atom" in own:
-            attributes["llamabot.atom.id"] = own["atom"]
+            attributes["llamabot.atom.id"] = str(own["atom"])
         if self.capture_content and "arguments" in own:
             attributes[gen_ai.GEN_AI_TOOL_CALL_ARGUMENTS] = _json(own["arguments"])
         return f"execute_tool {tool}"
 
-    def _step_attributes(self, own: dict[str, Any]) -> dict[str, Any]:
-        """A node step's own attributes as ``llamabot.<name>``: numbers and flags always, names (the edge taken,
-        the tools chosen) always, other text only with ``capture_content``."""
-        out: dict[str, Any] = {}
+    def _step_attributes(self, own: dict[str, Any], out: dict[str, Any]) -> None:
+        """A node step's own attributes as ``llamabot.<name>`` into ``out``: numbers and flags always, names (the
+        edge taken, the tools chosen) always, other text only with ``capture_content``."""
+        content = self.capture_content
         for key, value in own.items():
             if key[0] == "_":
                 continue
-            if isinstance(value, (bool, int, float)) or (
-                (self.capture_content or key in NAME_ATTRIBUTES) and isinstance(value, str)
-            ):
-                out[f"llamabot.{key}"] = value
-            elif key in NAME_ATTRIBUTES and isinstance(value, (list, tuple)):
-                out[f"llamabot.{key}"] = [str(v) for v in value]
-            elif self.capture_content and value is not None:
-                out[f"llamabot.{key}"] = _json(value)
-        return out
-
-    def _failed(self, exported: Any, error: str) -> None:
-        kind, colon, _ = error.partition(":")
-        error_type = kind if colon and kind.isidentifier() else "_OTHER"
-        exported.set_attribute(ERROR_TYPE, error_type)
-        exported.set_status(Status(StatusCode.ERROR, error if self.capture_content else error_type))
+            cls = value.__class__
+            if cls in _SCALARS or ((content or key in NAME_ATTRIBUTES) and cls is str):
+                out[_step_key(key)] = value
+            elif key in NAME_ATTRIBUTES and (cls is list or cls is tuple):
+                out[_step_key(key)] = tuple(map(str, value))
+            elif isinstance(value, (bool, int, float)) or (
+                (content or key in NAME_ATTRIBUTES) and isinstance(value, str)
+            ):  # subclasses (an IntEnum, a str subclass): as their plain value
+                out[_step_key(key)] = value
+            elif content and value is not None:
+                out[_step_key(key)] = _json(value)
 
 
-class _Exported:
-    """The OTel span of one of our spans, the clock offset of its tree, and (made once, when a child asks) the
-    context that makes children of it."""
+_SCALARS = frozenset({bool, int, float})
+_STEP_KEYS: dict[str, str] = {}
+
+
+def _step_key(key: str) -> str:
+    """``llamabot.<key>``, made once per key."""
+    name = _STEP_KEYS.get(key)
+    if name is None:
+        name = _STEP_KEYS.setdefault(key, f"llamabot.{key}")
+    return name
+
+
+def _attribute_value(value: Any) -> Any:
+    """A request parameter as an attribute value OpenTelemetry accepts (the direct way does not check them)."""
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return tuple(str(v) for v in value)
+    return str(value)
+
+
+def _clock_offset() -> int:
+    """Nanoseconds to add to a ``perf_counter`` time (our spans' clock) to make it wall-clock time."""
+    return time.time_ns() - round(time.perf_counter() * 1e9)
+
+
+def _end_ns(span: Span, offset: int) -> int:
+    return offset + round((span.end if span.end is not None else time.perf_counter()) * 1e9)
+
+
+class _Live:
+    """The live OTel span of one of our spans, the clock offset of its tree, and (made once, when a child asks)
+    the context that makes children of it."""
 
     __slots__ = ("span", "offset", "_context")
 
     def __init__(self, span: Any, offset: int):
         self.span, self.offset, self._context = span, offset, None
 
-    def context(self) -> Any:
+    @classmethod
+    def root(cls, hook: OTelHook, span: Span) -> _Live:
+        return cls.start(hook, span, None, _clock_offset())
+
+    @classmethod
+    def start(cls, hook: OTelHook, span: Span, context: Any, offset: int) -> _Live:
+        name, kind, attributes = hook._describe(span)
+        return cls(
+            hook.tracer.start_span(
+                name, context, kind, attributes, start_time=offset + round(span.start * 1e9)
+            ),
+            offset,
+        )
+
+    def child(self, hook: OTelHook, span: Span) -> _Live:
         if self._context is None:
             self._context = otel_trace.set_span_in_context(self.span)
-        return self._context
+        return _Live.start(hook, span, self._context, self.offset)
+
+    def end(self, hook: OTelHook, span: Span) -> None:
+        exported = self.span
+        if exported.is_recording():
+            attributes = hook._finish(span, {})
+            if attributes:
+                exported.set_attributes(attributes)
+            if span.error is not None:
+                error_type, status = hook._failure(span.error)
+                exported.set_attribute(ERROR_TYPE, error_type)
+                exported.set_status(status)
+        exported.end(end_time=_end_ns(span, self.offset))
+
+
+class _DirectRun:
+    """One root run on the direct way, the record of each of its spans: the SDK tracer and its processors (as
+    they were when the run started), which get the finished spans, the OTel span context of each span that has one so far (drawn when a span or its first child
+    ends), the root's OTel parent (the application's span, or ``None``) and the clock offset. ``contexts`` is
+    ``None`` when the sampler dropped the run."""
+
+    __slots__ = (
+        "tracer",
+        "root_id",
+        "app_parent",
+        "contexts",
+        "offset",
+        "sampled_attributes",
+        "trace_id",
+        "flags",
+        "trace_state",
+        "new_span_id",
+        "processors",
+        "resource",
+    )
+
+    @classmethod
+    def start(cls, hook: OTelHook, span: Span, tracer: Any, processors: tuple[Any, ...]) -> _DirectRun:
+        run = cls()
+        run.tracer, run.root_id, run.processors, run.resource = (
+            tracer,
+            span.span_id,
+            processors,
+            tracer.resource,
+        )
+        run.contexts = None
+        if not processors:  # nowhere to send spans
+            return run
+        ids = tracer.id_generator
+        run.new_span_id = ids.generate_span_id
+        parent = otel_trace.get_current_span().get_span_context()
+        if parent.is_valid:
+            trace_id, random_id = parent.trace_id, parent.trace_flags.random_trace_id
+        else:
+            parent, trace_id, random_id = None, ids.generate_trace_id(), ids.is_trace_id_random()
+        name, kind, attributes = hook._describe(span)
+        sampling = tracer.sampler.should_sample(None, trace_id, name, kind, attributes, ())
+        if not sampling.decision.is_recording():
+            return run
+        flags = TraceFlags.SAMPLED if sampling.decision.is_sampled() else TraceFlags.DEFAULT
+        if random_id:
+            flags |= TraceFlags.RANDOM_TRACE_ID
+        run.trace_id, run.flags, run.trace_state = trace_id, TraceFlags(flags), sampling.trace_state
+        run.app_parent, run.contexts, run.offset = parent, {}, _clock_offset()
+        run.sampled_attributes = sampling.attributes  # the root's attributes as the sampler returned them
+        return run
+
+    def _context(self, span_id: int) -> Any:
+        """The OTel span context of our span ``span_id`` (drawn now if it has none yet)."""
+        contexts = self.contexts
+        context = contexts.get(span_id)
+        if context is None:
+            context = contexts.setdefault(
+                span_id, SpanContext(self.trace_id, self.new_span_id(), False, self.flags, self.trace_state)
+            )
+        return context
+
+    def end(self, hook: OTelHook, span: Span) -> None:
+        contexts = self.contexts
+        if contexts is None:  # the run was not sampled: nor are its spans
+            return
+        name, kind, attributes = hook._describe(span)
+        if span.span_id == self.root_id:
+            parent = self.app_parent
+            attributes = {**self.sampled_attributes, **attributes}
+        else:
+            parent = contexts.get(span.parent_id) or self._context(span.parent_id)
+        hook._finish(span, attributes)
+        status = UNSET
+        if span.error is not None:
+            attributes[ERROR_TYPE], status = hook._failure(span.error)
+        offset = self.offset
+        finished = ReadableSpan(
+            name,
+            contexts.get(span.span_id) or self._context(span.span_id),
+            parent,
+            self.resource,
+            MappingProxyType(attributes),
+            (),
+            (),
+            kind,
+            None,
+            status,
+            offset + round(span.start * 1e9),
+            offset + round((span.end if span.end is not None else time.perf_counter()) * 1e9),
+            hook._scope,
+        )
+        for processor in self.processors:
+            processor.on_end(finished)
 
 
 # -- the process-wide switch -------------------------------------------------------------------------------
@@ -305,7 +507,6 @@ def provider_from_env() -> TracerProvider | None:
         return None
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider as SDKTracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     provider = SDKTracerProvider(resource=Resource.create())
