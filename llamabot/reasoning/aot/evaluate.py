@@ -199,15 +199,16 @@ def method_settings(methods: tuple[str, ...], aot_options: dict[str, Any] | None
     settings: dict[str, dict[str, Any]] = {}
     for method in methods:
         if method == "aot":
-            settings[method] = {"max_replans": 2, "max_execution_replans": 1, "samples": 1, **(aot_options or {})}
+            settings[method] = {"max_replans": 2, "max_execution_replans": 1, "samples": 1, "subquestions": False,
+                                **(aot_options or {})}
         else:
             settings[method] = dict(BASELINE_SETTINGS[method])
     return settings
 
 
-def method_prompts(methods: tuple[str, ...]) -> dict[str, list[str]]:
-    """The prompt texts each method sends (AoT: the planner's system prompt for the calculator tools, and its
-    re-plan messages), for the report's prompt versions."""
+def method_prompts(methods: tuple[str, ...], aot_options: dict[str, Any] | None = None) -> dict[str, list[str]]:
+    """The prompt texts each method sends (AoT: the planner's system prompt for the calculator tools, in the form
+    ``aot_options`` choose, and its re-plan messages), for the report's prompt versions."""
     from llamabot.reasoning.aot.prompts import EXECUTION_FAILED_MESSAGE, REPLAN_MESSAGE, planner_prompt
     from llamabot.toolkits.calculator import CALCULATOR_TOOLS
     from llamabot.tools.tool import as_tool
@@ -215,7 +216,8 @@ def method_prompts(methods: tuple[str, ...]) -> dict[str, list[str]]:
     texts = {"direct": [DIRECT_PROMPT], "cot": [COT_PROMPT]}
     if "aot" in methods:
         tools = {t.name: t for t in map(as_tool, CALCULATOR_TOOLS)}
-        texts["aot"] = [planner_prompt(tools, {}), REPLAN_MESSAGE, EXECUTION_FAILED_MESSAGE]
+        questions = bool((aot_options or {}).get("subquestions"))
+        texts["aot"] = [planner_prompt(tools, {}, questions=questions), REPLAN_MESSAGE, EXECUTION_FAILED_MESSAGE]
     return {m: texts[m] for m in methods}
 
 
@@ -262,6 +264,6 @@ def report(summaries: dict[str, MethodSummary], *, dataset: str, path: str, mode
         "dataset": dataset,
         "path": path,
         "model": model,
-        "provenance": provenance(model, method_settings(methods, aot_options), method_prompts(methods)),
+        "provenance": provenance(model, method_settings(methods, aot_options), method_prompts(methods, aot_options)),
         "methods": {m: asdict(s) for m, s in summaries.items()},
     }

@@ -58,7 +58,9 @@ class AoTBot(GraphBot):
     cancelled. ``samples``: self-consistency, k plans sampled (at ``temperature``, default
     :data:`SAMPLE_TEMPERATURE`), all executed, the majority answer wins (ties: the earliest sample); 1 (the
     default) is one plan, greedy unless ``temperature`` is given. Only for tools without side effects (every
-    sampled plan runs), so it refuses ``compensations``.
+    sampled plan runs), so it refuses ``compensations``. ``subquestions``: the planner breaks the question into
+    sub-questions, one per atom, each written in words before its tool call (``Atom.question``; the prompt and
+    the schema ask for it); the program still computes everything.
     """
 
     def __init__(
@@ -70,6 +72,7 @@ class AoTBot(GraphBot):
         max_replans: int = 2,
         max_execution_replans: int = 1,
         samples: int = 1,
+        subquestions: bool = False,
         retry: RetryPolicy = RetryPolicy(),
         compensations: dict[str, Any] | None = None,
         hooks: Iterable[RunHooks] = (),
@@ -98,6 +101,7 @@ class AoTBot(GraphBot):
             max_replans=max_replans,
             completion_kwargs=completion_kwargs,
             samples=samples,
+            questions=subquestions,
         )
         atom_tools = AtomTools(self.tools, self.decisions, retry, self.compensations)
         self.execute_node = LayerNode(atom_tools)

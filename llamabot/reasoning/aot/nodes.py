@@ -80,13 +80,14 @@ class PlanNode(DualNode):
         max_replans: int,
         completion_kwargs: dict[str, Any],
         samples: int = 1,
+        questions: bool = False,
     ):
         super().__init__()
         self.model, self.tools, self.decisions = model, tools, decisions
         self.max_replans = max_replans
         self.samples = samples
-        self.system = system(planner_prompt(tools, decisions))
-        self.response_format = plan_response_format(tools, decisions)
+        self.system = system(planner_prompt(tools, decisions, questions=questions))
+        self.response_format = plan_response_format(tools, decisions, questions=questions)
         self.completion_kwargs = completion_kwargs
 
     def prep(self, shared: dict[str, Any]) -> PlanInput:

@@ -22,6 +22,8 @@ REFERENCE = re.compile(r"^<result_of_(\d+)>$")
 EMBEDDED_REFERENCE = re.compile(r"<result_of_(\d+)>")
 #: A reference with more digits than this names no atom (and would reach Python's integer-digit limit).
 MAX_REFERENCE_DIGITS = 18
+#: The longest sub-question an atom may carry (``Atom.question``; the schema's ``maxLength``).
+QUESTION_MAX_LENGTH = 200
 
 
 class Atom(BaseModel):
@@ -30,6 +32,8 @@ class Atom(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
     id: int
+    #: The sub-question this atom answers, in words (planners asked for sub-questions write it; never executed).
+    question: str | None = Field(default=None, max_length=QUESTION_MAX_LENGTH)
     kind: AtomKind
     name: str
     input: dict[str, Any] = Field(default_factory=dict)

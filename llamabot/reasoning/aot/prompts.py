@@ -35,6 +35,42 @@ EXAMPLE_PLAN: dict[str, Any] = {
     ]
 }
 
+#: With sub-questions (``AoTBot(subquestions=True)``): each atom first says, in words, what it finds out.
+QUESTIONS_PROMPT = """You are a planner. You never compute anything yourself: you break the question into small \
+sub-questions, and each sub-question becomes one atom that a program executes exactly.
+
+Each atom is one step: {{"id": <int>, "question": <what this step finds = how, in words>, \
+"kind": "tool" | "decision" | "final", "name": <tool>, "input": {{...}}, "dependsOn": [<ids>]}}.
+- Read the question first: which quantities are given, and what is asked. Each step finds one new quantity \
+from quantities in the question or found by earlier steps; the last step finds what is asked.
+- A "tool" atom calls one tool with its inputs. A "decision" atom combines results of earlier atoms.
+- To use the result of an earlier atom, write the string "<result_of_N>" (N is that atom's id) as the input \
+value, and list N in "dependsOn". Never write a number that you computed in your head: only numbers that \
+appear in the question may be written literally, and a sub-question never contains a computed number.
+- The plan ends with exactly one atom {{"kind": "final", "name": "report", "dependsOn": [<id of the answer>]}}.
+
+Tools:
+{tools}
+{decisions}
+Example. Question: Each of 3 classes has 15 girls and 7 boys. 10 of the students are absent today. How many \
+students are at school today?
+Plan: {example}
+"""
+
+#: The worked example of ``QUESTIONS_PROMPT`` (the arithmetic of ``EXAMPLE_PLAN``, as a word problem written for
+#: this prompt: not an item of any evaluation set).
+QUESTIONS_EXAMPLE_PLAN: dict[str, Any] = {
+    "atoms": [
+        {"id": 1, "question": "students in one class = girls in a class + boys in a class", "kind": "tool", "name": "add",
+         "input": {"a": 15, "b": 7}, "dependsOn": []},
+        {"id": 2, "question": "students in the 3 classes = students in one class * 3", "kind": "tool", "name": "multiply",
+         "input": {"a": "<result_of_1>", "b": 3}, "dependsOn": [1]},
+        {"id": 3, "question": "students at school today = students in the 3 classes - absent students", "kind": "tool", "name": "subtract",
+         "input": {"a": "<result_of_2>", "b": 10}, "dependsOn": [2]},
+        {"id": 4, "kind": "final", "name": "report", "dependsOn": [3]},
+    ]
+}
+
 REPLAN_MESSAGE = """That plan is invalid:
 {errors}
 Write the whole plan again, fixing every problem."""
@@ -58,14 +94,16 @@ def _type_name(schema: dict[str, Any]) -> str:
     return str(schema.get("type", "value"))
 
 
-def planner_prompt(tools: dict[str, Tool], decisions: dict[str, Tool]) -> str:
+def planner_prompt(tools: dict[str, Tool], decisions: dict[str, Tool], *, questions: bool = False) -> str:
+    """The planner's system prompt; ``questions``: the sub-question form (each atom starts with its question)."""
     decision_lines = ""
     if decisions:
         decision_lines = "\nDecisions (kind \"decision\"):\n" + "\n".join(describe_tool(t) for t in decisions.values()) + "\n"
-    return PLANNER_PROMPT.format(
+    template, example = (QUESTIONS_PROMPT, QUESTIONS_EXAMPLE_PLAN) if questions else (PLANNER_PROMPT, EXAMPLE_PLAN)
+    return template.format(
         tools="\n".join(describe_tool(t) for t in tools.values()),
         decisions=decision_lines,
-        example=json.dumps(EXAMPLE_PLAN),
+        example=json.dumps(example),
     )
 
 EXECUTION_FAILED_MESSAGE = """Running that plan failed: {failure}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llamabot.reasoning.aot.plan import QUESTION_MAX_LENGTH
 from llamabot.tools.tool import Tool
 
 REFERENCE_SCHEMA: dict[str, Any] = {"type": "string", "pattern": "^<result_of_[0-9]+>$"}
@@ -19,6 +20,8 @@ FINAL_NAME = "report"
 MAX_ATOMS = 32
 #: How deeply an atom's input may nest lists and objects (enforced by ``validate_plan``).
 MAX_INPUT_DEPTH = 16
+#: An atom's sub-question (``plan_schema(..., questions=True)``): words, bounded.
+QUESTION_SCHEMA: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": QUESTION_MAX_LENGTH}
 
 
 def _with_references(schema: dict[str, Any]) -> dict[str, Any]:
@@ -29,13 +32,15 @@ def _with_references(schema: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [schema, REFERENCE_SCHEMA]}
 
 
-def _atom_variant(kind: str, tool: Tool) -> dict[str, Any]:
+def _atom_variant(kind: str, tool: Tool, questions: bool = False) -> dict[str, Any]:
     parameters = tool.parameters
     properties = {name: _with_references(sub) for name, sub in parameters.get("properties", {}).items()}
+    asked: dict[str, Any] = {"question": QUESTION_SCHEMA} if questions else {}
     return {
         "type": "object",
         "properties": {
             "id": {"type": "integer"},
+            **asked,  # before the tool: the model says what the step finds out, then how
             "kind": {"const": kind},
             "name": {"const": tool.name},
             "input": {
@@ -46,7 +51,7 @@ def _atom_variant(kind: str, tool: Tool) -> dict[str, Any]:
             },
             "dependsOn": {"type": "array", "items": {"type": "integer"}},
         },
-        "required": ["id", "kind", "name", "input", "dependsOn"],
+        "required": ["id", *asked, "kind", "name", "input", "dependsOn"],
         "additionalProperties": False,
     }
 
@@ -65,10 +70,11 @@ FINAL_VARIANT: dict[str, Any] = {
 
 
 def plan_schema(tools: dict[str, Tool], decisions: dict[str, Tool] | None = None,
-                max_atoms: int = MAX_ATOMS) -> dict[str, Any]:
-    """The JSON schema of a plan over these tools and decisions."""
-    variants = [_atom_variant("tool", t) for t in tools.values()]
-    variants += [_atom_variant("decision", t) for t in (decisions or {}).values()]
+                max_atoms: int = MAX_ATOMS, *, questions: bool = False) -> dict[str, Any]:
+    """The JSON schema of a plan over these tools and decisions; with ``questions``, every tool and decision atom
+    starts with the sub-question it answers (``question``, in words)."""
+    variants = [_atom_variant("tool", t, questions) for t in tools.values()]
+    variants += [_atom_variant("decision", t, questions) for t in (decisions or {}).values()]
     variants.append(FINAL_VARIANT)
     return {
         "type": "object",
@@ -80,6 +86,8 @@ def plan_schema(tools: dict[str, Tool], decisions: dict[str, Tool] | None = None
     }
 
 
-def plan_response_format(tools: dict[str, Tool], decisions: dict[str, Tool] | None = None) -> dict[str, Any]:
+def plan_response_format(tools: dict[str, Tool], decisions: dict[str, Tool] | None = None, *,
+                         questions: bool = False) -> dict[str, Any]:
     """``response_format`` asking for a plan (enforced by grammar on the embedded model)."""
-    return {"type": "json_schema", "json_schema": {"name": "Plan", "schema": plan_schema(tools, decisions)}}
+    schema = plan_schema(tools, decisions, questions=questions)
+    return {"type": "json_schema", "json_schema": {"name": "Plan", "schema": schema}}
