@@ -55,7 +55,7 @@ def test_aot_sq_010_the_schema_puts_a_required_question_before_the_tool_of_every
 
 def test_aot_sq_010_the_prompt_asks_for_sub_questions_and_shows_them_in_its_example():
     prompt = planner_prompt(TOOLS, {}, questions=True)
-    assert '"question": <the sub-question this step answers, in words>' in prompt
+    assert '"question": <what this step finds = how, in words>' in prompt
     example = json.loads(prompt.rsplit("Plan: ", 1)[1])
     assert all("question" in a for a in example["atoms"] if a["kind"] != "final")
     assert '"question"' not in planner_prompt(TOOLS, {})
