@@ -85,3 +85,17 @@ def test_aot_sq_030_eval_reports_record_the_option_and_the_prompt_it_sent():
     assert on["subquestions"] is True
     prompts_on = method_prompts(("aot",), {"subquestions": True})["aot"][0]
     assert prompts_on != method_prompts(("aot",))["aot"][0] and "sub-question" in prompts_on
+
+
+def test_aot_sq_010_the_cli_flag_reaches_the_planner():
+    from typer.testing import CliRunner
+
+    from llamabot.cli import app
+    from llamabot.models.scripted_provider import register_scripted_provider
+
+    model = ScriptedModel([json_reply(PLAN)], name="aot-sq")
+    name = register_scripted_provider(model, prefix="scripted-aot-sq")
+    result = CliRunner().invoke(app, ["aot", "q", "--model", name, "--subquestions"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "answer: 2" in result.output
+    assert "sub-question" in model.requests[0].messages[0]["content"]
