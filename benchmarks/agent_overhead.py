@@ -14,6 +14,8 @@
 - ``otel_ratio``: CPU time per decision step with every run exported to OpenTelemetry
   (``llamabot.observe.otel.instrument`` with the SDK, a ``SimpleSpanProcessor`` and the in-memory exporter: each
   span converted and exported as it ends, on the run's thread) over the same without export, side by side.
+  ``otel_batch_ratio``: the same through a ``BatchSpanProcessor`` (what ``instrument()`` makes from the
+  ``OTEL_*`` environment), its flush inside the measured time so the export thread's CPU counts.
   ``otel_noop_ratio``: the same with the OpenTelemetry API's no-op provider (the hook's own mapping cost, no
   SDK); ``otel_sdk_span_us``: one bare SDK span. ``otel_off_ratio``: a process that turned export on, exported
   and turned it off, over one that never turned it on (fresh interpreters, alternating): off costs nothing when
@@ -211,11 +213,17 @@ def bench_reuse(calls: int, window: int = 21) -> float:
     return statistics.median(late) / statistics.median(first)
 
 
-def otel_step_us(runs: int) -> float:
+def otel_step_us(runs: int, flush: Any = None) -> float:
     """CPU µs per decision step of ``runs`` agent runs on one bot (scripted model, gc off). CPU time of this
-    process (``time.process_time``), so the load of other processes on a shared machine does not count."""
+    process (``time.process_time``, every thread), so the load of other processes on a shared machine does not
+    count. ``flush``: called after the runs, inside the measured time (a batch processor's export)."""
     bot = AgentBot(tools=CALCULATOR_TOOLS, model_name=ScriptedModel(responder=scripted_reply, record=False, strict=False))
-    return timed_runs(bot, runs, time.process_time) / (runs * STEPS_PER_RUN) * 1e6
+    elapsed = timed_runs(bot, runs, time.process_time)
+    if flush is not None:
+        t0 = time.process_time()
+        flush()
+        elapsed += time.process_time() - t0
+    return elapsed / (runs * STEPS_PER_RUN) * 1e6
 
 
 def sdk_span_us(provider: Any, spans: int) -> float:
@@ -231,12 +239,14 @@ def sdk_span_us(provider: Any, spans: int) -> float:
     return elapsed / spans * 1e6
 
 
-def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float]:
+def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float, float]:
     """``otel_step_us`` side by side, the least disturbed (smallest) of ``rounds`` samples each, alternating
-    within each round: (export off, exporting with the SDK to memory, exporting to the API's no-op provider);
-    then one bare SDK span."""
+    within each round: (export off, exporting with the SDK to memory, exporting to the API's no-op provider,
+    one bare SDK span, exporting to memory through a ``BatchSpanProcessor`` — the processor
+    ``instrument()`` makes from the environment — flushed inside the measured time so its thread's export
+    counts)."""
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from opentelemetry.trace import NoOpTracerProvider
 
@@ -245,8 +255,11 @@ def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    batch_exporter = InMemorySpanExporter()
+    batch_provider = TracerProvider()
+    batch_provider.add_span_processor(BatchSpanProcessor(batch_exporter, max_queue_size=1 << 16))
     otel_step_us(max(runs // 5, 5))  # warm-up
-    off, exporting, noop = [], [], []
+    off, exporting, noop, batched = [], [], [], []
     for _ in range(rounds):
         off.append(otel_step_us(runs))
         otel.instrument(provider)
@@ -255,12 +268,17 @@ def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float]:
         exporter.clear()
         otel.instrument(NoOpTracerProvider())
         noop.append(otel_step_us(runs))
+        otel.instrument(batch_provider)
+        batched.append(otel_step_us(runs, batch_provider.force_flush))
+        assert len(batch_exporter.get_finished_spans()) == round(runs * STEPS_PER_RUN * OTEL_SPANS_PER_STEP), "lost"
+        batch_exporter.clear()
         otel.uninstrument()
+    batch_provider.shutdown()
     bare = []
     for _ in range(rounds):
         bare.append(sdk_span_us(provider, runs * 10))
         exporter.clear()
-    return min(off), min(exporting), min(noop), min(bare)
+    return min(off), min(exporting), min(noop), min(bare), min(batched)
 
 
 #: One sample of ``bench_otel_off`` in a fresh interpreter: the best ``otel_step_us`` of a process where export
@@ -349,12 +367,14 @@ def main() -> None:
     reuse_ratio = bench_reuse(reuse_calls, reuse_window)
     print(f"reused bot: per-step time at call {reuse_calls} / first calls -> ratio {reuse_ratio:.2f}")
 
-    otel_base_us, otel_on_us, otel_noop_us, otel_sdk_span_us = bench_otel(otel_runs, otel_rounds)
+    otel_base_us, otel_on_us, otel_noop_us, otel_sdk_span_us, otel_batch_us = bench_otel(otel_runs, otel_rounds)
     otel_ratio = otel_on_us / otel_base_us
+    otel_batch_ratio = otel_batch_us / otel_base_us
     otel_noop_ratio = otel_noop_us / otel_base_us
     print(f"OpenTelemetry, CPU per step: {otel_base_us:.1f} µs off, {otel_on_us:.1f} µs exporting (SDK, in-memory) "
           f"-> ratio {otel_ratio:.2f}; {otel_noop_us:.1f} µs to the no-op provider -> ratio {otel_noop_ratio:.2f}; "
-          f"a bare SDK span costs {otel_sdk_span_us:.1f} µs ({OTEL_SPANS_PER_STEP:.2f} spans per step)")
+          f"a bare SDK span costs {otel_sdk_span_us:.1f} µs ({OTEL_SPANS_PER_STEP:.2f} spans per step); "
+          f"{otel_batch_us:.1f} µs exporting through a BatchSpanProcessor (flush counted) -> ratio {otel_batch_ratio:.2f}")
     otel_never_us, otel_off_us = bench_otel_off(otel_runs, *otel_off_pairs)
     otel_off_ratio = otel_off_us / otel_never_us
     print(f"OpenTelemetry off, CPU per step (fresh interpreters, alternating): {otel_never_us:.1f} µs never "
@@ -363,7 +383,7 @@ def main() -> None:
     print(
         f"RESULT step_us={step_us:.1f} pocketflow_node_us={node_us:.2f} step_vs_pocketflow={step_vs_pocketflow:.1f} "
         f"concurrent_ratio={concurrent_ratio:.3f} litellm_ratio={litellm_ratio:.3f} reuse_ratio={reuse_ratio:.3f} "
-        f"litellm_call_ms={plain_ms:.2f} litellm_zero_cost_call_ms={zero_ms:.2f} otel_ratio={otel_ratio:.3f} "
+        f"litellm_call_ms={plain_ms:.2f} litellm_zero_cost_call_ms={zero_ms:.2f} otel_ratio={otel_ratio:.3f} otel_batch_ratio={otel_batch_ratio:.3f} "
         f"otel_noop_ratio={otel_noop_ratio:.3f} otel_off_ratio={otel_off_ratio:.3f} "
         f"otel_sdk_span_us={otel_sdk_span_us:.1f} quick={int(quick)}"
     )
