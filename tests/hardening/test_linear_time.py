@@ -56,10 +56,17 @@ def test_hard_lin_010_every_parser_reads_its_worst_20000_character_input_in_a_fe
     assert elapsed * 1000 / (len(text) / 1000) < MS_PER_KB, f"{case.parser} ({case.kind}): {elapsed * 1000:.1f} ms"
 
 
-def _doubling(make: Callable[[int], Callable[[], Any]], n: int) -> float:
+def _doubling(make: Callable[[int], Callable[[], Any]], n: int, attempts: int = 3) -> float:
+    """Time of size 2n over size n. On a loaded machine one pair of timings can be off by more than the margin, so
+    up to ``attempts`` pairs are taken and the smallest ratio counts: a quadratic cost doubles to ~4 every time."""
     small, large = make(n), make(2 * n)
     small()
-    return best_time(large) / best_time(small)
+    ratio = float("inf")
+    for _ in range(attempts):
+        ratio = min(ratio, best_time(large) / best_time(small))
+        if ratio < DOUBLING:
+            break
+    return ratio
 
 
 def _wide_plan(n: int) -> Callable[[], Any]:
