@@ -8,6 +8,8 @@
 - ``workers_ratio``: wall time of N enqueued runs (200; quick: 40) with two worker processes over one, on one
   PostgreSQL (scripted model, 200 ms latency, 3 decisions each; each worker executes up to 25 runs at once).
   Ideal 0.5.
+- ``dbos_noop_step_ms_sqlite`` / ``_postgres``: DBOS's own floor, the median wall time of a step that does
+  nothing (checked and recorded like a model or tool call; an agent decision is two such steps).
 - ``recovery_s``: from SIGKILL of a process in the middle of a run to the next step of the same run in a newly
   started process (a new Python process: imports, DBOS launch, recovery, replay of the recorded steps).
 
@@ -31,6 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from dbos import DBOS  # noqa: E402
+
 from llamabot.durable import Durable, shutdown, wait_result  # noqa: E402
 from llamabot.durable.runs import client, enqueue  # noqa: E402
 from tests.durable.agents import make_agent  # noqa: E402
@@ -46,8 +50,24 @@ def env(**extra: str) -> dict[str, str]:
     return e
 
 
-async def per_step_ratio(db: str, runs: int) -> tuple[float, float, float]:
-    """(durable ms per step, in-memory ms per step, ratio), medians over ``runs`` sequential runs each."""
+async def _noop(i: int) -> int:
+    return i
+
+
+@DBOS.workflow(name="llamabot-bench-noop-steps")
+async def noop_steps(n: int) -> list[float]:
+    """DBOS's own floor: ``n`` steps that do nothing, each checked and recorded like a model or tool call."""
+    times = []
+    for i in range(n):
+        started = time.perf_counter()
+        await DBOS.run_step_async({"name": "noop"}, _noop, i)
+        times.append(time.perf_counter() - started)
+    return times
+
+
+async def per_step_ratio(db: str, runs: int) -> tuple[float, float, float, float]:
+    """(durable ms per step, in-memory ms per step, ratio, DBOS's no-op step in ms), medians over ``runs``
+    sequential runs each (the no-op step: over 20 per run)."""
     bot = make_agent()
     agent = Durable(make_agent, db=db)
     await agent.arun("warm-up")
@@ -59,9 +79,11 @@ async def per_step_ratio(db: str, runs: int) -> tuple[float, float, float]:
         started = time.perf_counter()
         await agent.arun(f"d{i}")
         durable.append((time.perf_counter() - started) / DECISIONS)
+    handle = await DBOS.start_workflow_async(noop_steps, 20 * runs)
+    floor = statistics.median(await handle.get_result())
     shutdown()
     d, m = statistics.median(durable), statistics.median(memory)
-    return d * 1000, m * 1000, d / m
+    return d * 1000, m * 1000, d / m, floor * 1000
 
 
 def workers_wall(db: str, workers: int, runs: int, tag: str) -> float:
@@ -118,10 +140,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, postgres_server() as pg:
         folder = Path(tmp)
         base = pg.rsplit("/", 1)[0]
-        d, m, sqlite_ratio = asyncio.run(per_step_ratio(f"sqlite:///{folder / 'bench.sqlite'}", runs))
-        print(f"SQLite:     durable {d:6.1f} ms/step, in memory {m:6.1f} ms/step -> ratio {sqlite_ratio:.3f}")
-        d, m, pg_ratio = asyncio.run(per_step_ratio(f"{base}/steps", runs))
-        print(f"PostgreSQL: durable {d:6.1f} ms/step, in memory {m:6.1f} ms/step -> ratio {pg_ratio:.3f}")
+        d, m, sqlite_ratio, sqlite_floor = asyncio.run(per_step_ratio(f"sqlite:///{folder / 'bench.sqlite'}", runs))
+        print(f"SQLite:     durable {d:6.1f} ms/step, in memory {m:6.1f} ms/step -> ratio {sqlite_ratio:.3f}; "
+              f"a DBOS step that does nothing: {sqlite_floor:.2f} ms")
+        d, m, pg_ratio, pg_floor = asyncio.run(per_step_ratio(f"{base}/steps", runs))
+        print(f"PostgreSQL: durable {d:6.1f} ms/step, in memory {m:6.1f} ms/step -> ratio {pg_ratio:.3f}; "
+              f"a DBOS step that does nothing: {pg_floor:.2f} ms")
         one = workers_wall(f"{base}/one", 1, queued, "one")
         two = workers_wall(f"{base}/two", 2, queued, "two")
         print(f"{queued} queued runs x 3 decisions @ 200 ms: one worker {one:.2f} s, two workers {two:.2f} s "
@@ -129,7 +153,8 @@ def main() -> None:
         recovery = recovery_seconds(f"{base}/recovery", folder)
         print(f"recovery: SIGKILL -> next step of the run in a new process: {recovery:.2f} s")
     print(f"RESULT durable_step_ratio_sqlite={sqlite_ratio:.3f} durable_step_ratio_postgres={pg_ratio:.3f} "
-          f"workers_ratio={two / one:.3f} recovery_s={recovery:.3f} runs={queued} quick={int(quick)}")
+          f"workers_ratio={two / one:.3f} recovery_s={recovery:.3f} dbos_noop_step_ms_sqlite={sqlite_floor:.2f} "
+          f"dbos_noop_step_ms_postgres={pg_floor:.2f} runs={queued} quick={int(quick)}")
 
 
 if __name__ == "__main__":
