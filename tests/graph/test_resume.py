@@ -15,11 +15,11 @@ from llamabot import AgentBot, AsyncAgentBot, ScriptedModel
 from llamabot.graph.checkpoint import Checkpoint
 from llamabot.models.reply import ModelRequest
 from llamabot.models.scripted import json_reply, tool_call
+from llamabot.reasoning.anot import ANoTBot
 from llamabot.reasoning.aot import AoTBot
 from llamabot.reasoning.aot.prompts import EXAMPLE_PLAN
 from llamabot.reasoning.tot import Game24Prompts, ToTBot
 from llamabot.toolkits.calculator import add, multiply
-from llamabot.reasoning.anot import ANoTBot
 from tests.reasoning.anot.helpers import ITEMS, three_phase_responder
 from tests.reasoning.tot.helpers import game24_oracle
 
