@@ -283,20 +283,16 @@ class OTelHook(RunHooks):
         for key, value in own.items():
             if key[0] == "_":
                 continue
-            cls = value.__class__
-            if cls in _SCALARS or ((content or key in NAME_ATTRIBUTES) and cls is str):
-                out[_step_key(key)] = value
-            elif key in NAME_ATTRIBUTES and (cls is list or cls is tuple):
-                out[_step_key(key)] = tuple(map(str, value))
-            elif isinstance(value, (bool, int, float)) or (
+            if isinstance(value, (bool, int, float)) or (
                 (content or key in NAME_ATTRIBUTES) and isinstance(value, str)
-            ):  # subclasses (an IntEnum, a str subclass): as their plain value
+            ):
                 out[_step_key(key)] = value
+            elif key in NAME_ATTRIBUTES and isinstance(value, (list, tuple)):
+                out[_step_key(key)] = tuple(map(str, value))
             elif content and value is not None:
                 out[_step_key(key)] = _json(value)
 
 
-_SCALARS = frozenset({bool, int, float})
 _STEP_KEYS: dict[str, str] = {}
 
 
@@ -322,6 +318,10 @@ def _clock_offset() -> int:
     return time.time_ns() - round(time.perf_counter() * 1e9)
 
 
+def _start_ns(span: Span, offset: int) -> int:
+    return offset + round(span.start * 1e9)
+
+
 def _end_ns(span: Span, offset: int) -> int:
     return offset + round((span.end if span.end is not None else time.perf_counter()) * 1e9)
 
@@ -343,9 +343,7 @@ class _Live:
     def start(cls, hook: OTelHook, span: Span, context: Any, offset: int) -> _Live:
         name, kind, attributes = hook._describe(span)
         return cls(
-            hook.tracer.start_span(
-                name, context, kind, attributes, start_time=offset + round(span.start * 1e9)
-            ),
+            hook.tracer.start_span(name, context, kind, attributes, start_time=_start_ns(span, offset)),
             offset,
         )
 
@@ -368,13 +366,13 @@ class _Live:
 
 
 class _DirectRun:
-    """One root run on the direct way, the record of each of its spans: the SDK tracer and its processors (as
-    they were when the run started), which get the finished spans, the OTel span context of each span that has one so far (drawn when a span or its first child
-    ends), the root's OTel parent (the application's span, or ``None``) and the clock offset. ``contexts`` is
-    ``None`` when the sampler dropped the run."""
+    """One root run on the direct way, the record of each of its spans: the SDK tracer's processors (as they were
+    when the run started), which get the finished spans, and its resource; the OTel span context of each span that
+    has one so far (drawn when a span or its first child ends); the root's OTel parent (the application's span, or
+    ``None``) and the clock offset. ``contexts`` is ``None`` when the run is not exported (sampled out, or no
+    processor)."""
 
     __slots__ = (
-        "tracer",
         "root_id",
         "app_parent",
         "contexts",
@@ -391,12 +389,7 @@ class _DirectRun:
     @classmethod
     def start(cls, hook: OTelHook, span: Span, tracer: Any, processors: tuple[Any, ...]) -> _DirectRun:
         run = cls()
-        run.tracer, run.root_id, run.processors, run.resource = (
-            tracer,
-            span.span_id,
-            processors,
-            tracer.resource,
-        )
+        run.root_id, run.processors, run.resource = span.span_id, processors, tracer.resource
         run.contexts = None
         if not processors:  # nowhere to send spans
             return run
@@ -438,7 +431,7 @@ class _DirectRun:
             parent = self.app_parent
             attributes = {**self.sampled_attributes, **attributes}
         else:
-            parent = contexts.get(span.parent_id) or self._context(span.parent_id)
+            parent = self._context(span.parent_id)
         hook._finish(span, attributes)
         status = UNSET
         if span.error is not None:
@@ -446,7 +439,7 @@ class _DirectRun:
         offset = self.offset
         finished = ReadableSpan(
             name,
-            contexts.get(span.span_id) or self._context(span.span_id),
+            self._context(span.span_id),
             parent,
             self.resource,
             MappingProxyType(attributes),
@@ -455,8 +448,8 @@ class _DirectRun:
             kind,
             None,
             status,
-            offset + round(span.start * 1e9),
-            offset + round((span.end if span.end is not None else time.perf_counter()) * 1e9),
+            _start_ns(span, offset),
+            _end_ns(span, offset),
             hook._scope,
         )
         for processor in self.processors:
