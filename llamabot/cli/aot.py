@@ -40,6 +40,7 @@ def aot(
     max_execution_replans: int = typer.Option(1, min=0, help="Re-plans after an atom failed (the failure is shown)."),
     samples: int = typer.Option(1, min=1, help="Self-consistency: sample this many plans, run all, majority answer."),
     subquestions: bool = typer.Option(False, help="Plan as sub-questions: each atom says in words what it finds out."),
+    expressions: bool = typer.Option(False, help="Atoms compute arithmetic expressions with the calculate tool."),
     temperature: Optional[float] = typer.Option(  # noqa: UP045
         None, help="Planner temperature (default: the model's, or 0.7 with --samples > 1)."
     ),
@@ -74,7 +75,8 @@ def aot(
                 raise typer.BadParameter("give a question, or --replay PLAN.json")
             try:
                 bot = AoTBot(tools, model_name=model, decisions=decisions,
-                             **_aot_options(max_replans, max_execution_replans, samples, temperature, subquestions))
+                             **_aot_options(max_replans, max_execution_replans, samples, temperature, subquestions,
+                                           expressions))
             except ValueError as exc:
                 raise typer.BadParameter(str(exc)) from exc
             result = bot(question)
@@ -111,6 +113,7 @@ def eval_aot(
     max_execution_replans: int = typer.Option(1, min=0, help="AoT: re-plans after an atom failed."),
     samples: int = typer.Option(1, min=1, help="AoT: sample this many plans, run all, majority answer."),
     subquestions: bool = typer.Option(False, help="AoT: plan as sub-questions, each atom's question in words first."),
+    expressions: bool = typer.Option(False, help="AoT: atoms compute arithmetic expressions with the calculate tool."),
     temperature: Optional[float] = typer.Option(None, help="AoT planner temperature (default: the model's, 0.7 with --samples > 1)."),  # noqa: UP045
 ) -> None:
     """Accuracy of AoT vs the same model answering directly, plan validity, re-plans, latency, tokens."""
@@ -125,7 +128,7 @@ def eval_aot(
         raise typer.BadParameter(str(exc)) from exc
     model_name = get_model(model).name
     chosen = tuple(m.strip() for m in methods.split(",") if m.strip())
-    aot_options = _aot_options(2, max_execution_replans, samples, temperature, subquestions)
+    aot_options = _aot_options(2, max_execution_replans, samples, temperature, subquestions, expressions)
     with Progress(console=console) as progress:
         task = progress.add_task(f"{dataset} x {len(problems)}", total=len(problems) * len(chosen))
         try:
@@ -150,10 +153,10 @@ def eval_aot(
 
 
 def _aot_options(max_replans: int, max_execution_replans: int, samples: int, temperature: float | None,
-                 subquestions: bool = False) -> dict:
+                 subquestions: bool = False, expressions: bool = False) -> dict:
     """``AoTBot`` keyword arguments from the command's options (``temperature`` only when given)."""
     options = {"max_replans": max_replans, "max_execution_replans": max_execution_replans, "samples": samples,
-               "subquestions": subquestions}
+               "subquestions": subquestions, "expressions": expressions}
     if temperature is not None:
         options["temperature"] = temperature
     return options

@@ -3,7 +3,9 @@
 Numbers behave as people expect: integer arithmetic stays integer (``multiply(23, 19)`` is ``437``, not
 ``437.0``), and a float anywhere keeps the result a float. Each tool accepts :data:`Number` (``int | float``): a
 JSON ``23`` stays an ``int``, ``23.0`` a ``float``, a numeric string becomes the number it spells; the model sees
-``"type": "number"``. ``divide`` of two ints that divide evenly gives an int; otherwise the true quotient.
+``"type": "number"``. ``divide`` of two ints that divide evenly gives an int; otherwise the true quotient. ``power`` refuses a result
+of more than 4,096 bits. ``calculate`` computes a whole expression (``"(15 + 7) * 3"``) with the same rules, read
+by :mod:`llamabot.toolkits.expression` (never ``eval``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Annotated
 from pydantic import PlainValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
+from llamabot.toolkits.expression import bounded_power, calculate_expression
 from llamabot.tools.tool import tool
 
 
@@ -95,7 +98,22 @@ def power(base: Number, exponent: Number) -> Number:
         base: The base.
         exponent: The exponent.
     """
-    return base**exponent
+    try:
+        return bounded_power(base, exponent)  # a huge power fails at once instead of running for hours
+    except ArithmeticError as exc:
+        raise ValueError(str(exc)) from None
+
+
+@tool(blocking=False)  # parsing and arithmetic on at most 1,000 characters: returns at once
+def calculate(expression: str) -> Number:
+    """Compute an arithmetic expression exactly: numbers, parentheses and + - * / // % ** (e.g. "(15 + 7) * 3").
+
+    Args:
+        expression: The expression; powers are written **, not ^.
+    """
+    return calculate_expression(expression)
 
 
 CALCULATOR_TOOLS = (add, subtract, multiply, divide, power)
+#: The calculator as one tool that computes a whole expression (``AoTBot(expressions=True)`` plans with it).
+EXPRESSION_TOOLS = (calculate,)

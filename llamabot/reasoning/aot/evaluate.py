@@ -31,9 +31,16 @@ _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:[eE]-?\d+)?")
 
 @dataclass(frozen=True, slots=True)
 class Problem:
+    """``places``: the answer is given rounded to this many decimals (a gold such as ``-3.93`` for
+    -3.9333...), so an answer is right when it rounds to it; ``None``: the answer is exact."""
+
     id: str
     question: str
     answer: float
+    places: int | None = None
+
+    def is_correct(self, predicted: float | None, tolerance: float = 1e-4) -> bool:
+        return is_correct(predicted, self.answer, tolerance, self.places)
 
 
 def load_problems(dataset: str, path: str | Path) -> list[Problem]:
@@ -53,7 +60,8 @@ def load_problems(dataset: str, path: str | Path) -> list[Problem]:
             rows = [row for row in csv.reader(handle) if row]
         if rows and rows[0][0].strip().lower() == "idx":
             rows = rows[1:]
-        return [Problem(idx, f"What is {expression}?", float(answer)) for idx, expression, answer in rows]
+        return [Problem(idx, f"What is {expression}?", float(answer), rounded_places(answer))
+                for idx, expression, answer in rows]
     raise ValueError(f"unknown dataset {dataset!r}; use multiarith, svamp or arith")
 
 
@@ -76,9 +84,21 @@ def parse_number(text: Any) -> float | None:
         return None
 
 
-def is_correct(predicted: float | None, gold: float, tolerance: float = 1e-4) -> bool:
-    """Equal within ``tolerance`` relative to the gold answer (absolute below 1)."""
-    return predicted is not None and abs(predicted - gold) <= tolerance * max(1.0, abs(gold))
+def rounded_places(answer: str) -> int | None:
+    """How many decimals a gold answer written as text was rounded to: two or more decimals (``"-3.93"``) are
+    taken as rounded; fewer (``"28"``, ``"87.5"``, ``"47.0"``) as exact (``None``)."""
+    decimals = answer.strip().partition(".")[2]
+    return len(decimals) if len(decimals) >= 2 and decimals.isdigit() else None
+
+
+def is_correct(predicted: float | None, gold: float, tolerance: float = 1e-4, places: int | None = None) -> bool:
+    """Equal within ``tolerance`` relative to the gold answer (absolute below 1); with ``places`` (the gold is
+    rounded to that many decimals), also right when it rounds to the gold (within half a unit of its last place)."""
+    if predicted is None:
+        return False
+    if abs(predicted - gold) <= tolerance * max(1.0, abs(gold)):
+        return True
+    return places is not None and abs(predicted - gold) <= 0.5 * 10.0**-places + 1e-9
 
 
 @dataclass(slots=True)
@@ -156,7 +176,7 @@ def run_aot(bot: Any, problem: Problem, tolerance: float) -> Attempt:
                        parse_failures=parse_failures, error=f"{type(exc).__name__}: {exc}",
                        execution_replans=execution_replans)
     predicted = parse_number(result.answer)
-    return Attempt(problem.id, problem.answer, predicted, is_correct(predicted, problem.answer, tolerance),
+    return Attempt(problem.id, problem.answer, predicted, problem.is_correct(predicted, tolerance),
                    time.perf_counter() - started, result.usage.total_tokens,
                    plan_valid_first=_first_plan_valid(result.trace), replans=result.replans,
                    parse_failures=result.parse_failures, execution_replans=len(result.execution_failures))
@@ -176,7 +196,7 @@ def run_direct(bot: Any, problem: Problem, tolerance: float) -> Attempt:
     except LlamabotError as exc:
         return Attempt(problem.id, problem.answer, None, False, time.perf_counter() - started, 0, error=str(exc))
     predicted = parse_number(reply.content)
-    return Attempt(problem.id, problem.answer, predicted, is_correct(predicted, problem.answer, tolerance),
+    return Attempt(problem.id, problem.answer, predicted, problem.is_correct(predicted, tolerance),
                    time.perf_counter() - started, reply.usage.total_tokens)
 
 
@@ -200,7 +220,7 @@ def method_settings(methods: tuple[str, ...], aot_options: dict[str, Any] | None
     for method in methods:
         if method == "aot":
             settings[method] = {"max_replans": 2, "max_execution_replans": 1, "samples": 1, "subquestions": False,
-                                **(aot_options or {})}
+                                "expressions": False, **(aot_options or {})}
         else:
             settings[method] = dict(BASELINE_SETTINGS[method])
     return settings
@@ -210,14 +230,16 @@ def method_prompts(methods: tuple[str, ...], aot_options: dict[str, Any] | None 
     """The prompt texts each method sends (AoT: the planner's system prompt for the calculator tools, in the form
     ``aot_options`` choose, and its re-plan messages), for the report's prompt versions."""
     from llamabot.reasoning.aot.prompts import EXECUTION_FAILED_MESSAGE, REPLAN_MESSAGE, planner_prompt
-    from llamabot.toolkits.calculator import CALCULATOR_TOOLS
+    from llamabot.toolkits.calculator import CALCULATOR_TOOLS, EXPRESSION_TOOLS
     from llamabot.tools.tool import as_tool
 
     texts = {"direct": [DIRECT_PROMPT], "cot": [COT_PROMPT]}
     if "aot" in methods:
-        tools = {t.name: t for t in map(as_tool, CALCULATOR_TOOLS)}
-        questions = bool((aot_options or {}).get("subquestions"))
-        texts["aot"] = [planner_prompt(tools, {}, questions=questions), REPLAN_MESSAGE, EXECUTION_FAILED_MESSAGE]
+        options = aot_options or {}
+        questions, expressions = bool(options.get("subquestions")), bool(options.get("expressions"))
+        tools = {t.name: t for t in map(as_tool, EXPRESSION_TOOLS if expressions else CALCULATOR_TOOLS)}
+        texts["aot"] = [planner_prompt(tools, {}, questions=questions, expressions=expressions), REPLAN_MESSAGE,
+                        EXECUTION_FAILED_MESSAGE]
     return {m: texts[m] for m in methods}
 
 

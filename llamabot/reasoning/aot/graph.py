@@ -60,7 +60,10 @@ class AoTBot(GraphBot):
     default) is one plan, greedy unless ``temperature`` is given. Only for tools without side effects (every
     sampled plan runs), so it refuses ``compensations``. ``subquestions``: the planner breaks the question into
     sub-questions, one per atom, each written in words before its tool call (``Atom.question``; the prompt and
-    the schema ask for it); the program still computes everything.
+    the schema ask for it); the program still computes everything. ``expressions``: atoms compute arithmetic
+    expressions with the ``calculate`` tool (added to ``tools``; the default tools become just it), each atom one
+    quantity written from the question's numbers and earlier results (``"<result_of_1> * 3"``); the program reads
+    and computes each expression (:mod:`llamabot.toolkits.expression`, never ``eval``).
     """
 
     def __init__(
@@ -73,6 +76,7 @@ class AoTBot(GraphBot):
         max_execution_replans: int = 1,
         samples: int = 1,
         subquestions: bool = False,
+        expressions: bool = False,
         retry: RetryPolicy = RetryPolicy(),
         compensations: dict[str, Any] | None = None,
         hooks: Iterable[RunHooks] = (),
@@ -80,11 +84,15 @@ class AoTBot(GraphBot):
     ):
         super().__init__(hooks=hooks)
         _check_options(max_replans, max_execution_replans, samples, compensations, completion_kwargs)
-        if tools is None:
-            from llamabot.toolkits.calculator import CALCULATOR_TOOLS
+        if subquestions and expressions:
+            raise ValueError("subquestions and expressions are two forms of plan: choose one")
+        from llamabot.toolkits.calculator import CALCULATOR_TOOLS, EXPRESSION_TOOLS
 
-            tools = CALCULATOR_TOOLS
+        if tools is None:
+            tools = EXPRESSION_TOOLS if expressions else CALCULATOR_TOOLS
         self.tools = _tools_by_name(tools)
+        if expressions:
+            self.tools = {**_tools_by_name(EXPRESSION_TOOLS), **self.tools}  # calculate, first, unless given
         self.decisions = _tools_by_name(decisions)
         self.compensations = {name: as_tool(t) for name, t in (compensations or {}).items()}
         unknown = set(self.compensations) - set(self.tools) - set(self.decisions)
@@ -102,6 +110,7 @@ class AoTBot(GraphBot):
             completion_kwargs=completion_kwargs,
             samples=samples,
             questions=subquestions,
+            expressions=expressions,
         )
         atom_tools = AtomTools(self.tools, self.decisions, retry, self.compensations)
         self.execute_node = LayerNode(atom_tools)
@@ -201,10 +210,10 @@ def replay_plan(
     **kwargs: Any,
 ) -> ExecutionRecord:
     """Validate and execute a saved plan again, without any model (``llamabot aot --replay``)."""
-    if tools is None:
-        from llamabot.toolkits.calculator import CALCULATOR_TOOLS
+    if tools is None:  # the calculator, as separate tools and as ``calculate`` (a plan may use either)
+        from llamabot.toolkits.calculator import CALCULATOR_TOOLS, EXPRESSION_TOOLS
 
-        tools = CALCULATOR_TOOLS
+        tools = (*CALCULATOR_TOOLS, *EXPRESSION_TOOLS)
     registry, decision_registry = _tools_by_name(tools), _tools_by_name(decisions)
     plan = plan if isinstance(plan, Plan) else Plan.load(plan if isinstance(plan, dict) else str(plan))
     validated, _ = validate_plan(plan, registry, decision_registry)

@@ -81,12 +81,13 @@ class PlanNode(DualNode):
         completion_kwargs: dict[str, Any],
         samples: int = 1,
         questions: bool = False,
+        expressions: bool = False,
     ):
         super().__init__()
         self.model, self.tools, self.decisions = model, tools, decisions
         self.max_replans = max_replans
         self.samples = samples
-        self.system = system(planner_prompt(tools, decisions, questions=questions))
+        self.system = system(planner_prompt(tools, decisions, questions=questions, expressions=expressions))
         self.response_format = plan_response_format(tools, decisions, questions=questions)
         self.completion_kwargs = completion_kwargs
 

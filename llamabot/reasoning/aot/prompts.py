@@ -71,6 +71,48 @@ QUESTIONS_EXAMPLE_PLAN: dict[str, Any] = {
     ]
 }
 
+#: With expressions (``AoTBot(expressions=True)``): atoms compute arithmetic expressions with ``calculate``.
+EXPRESSIONS_PROMPT = """You are a planner. You never compute anything yourself: you write a plan of atoms that a \
+program executes exactly.
+
+Each atom is one step: {{"id": <int>, "kind": "tool" | "decision" | "final", "name": <tool>, "input": {{...}}, \
+"dependsOn": [<ids>]}}.
+- A "calculate" atom finds one quantity: its expression says how that quantity follows from numbers in the \
+question and results of earlier atoms, with + - * / and parentheses. The program computes it.
+- To use the result of an earlier atom, write "<result_of_N>" (N is that atom's id) in the expression and list \
+N in "dependsOn". Never write a number that you computed in your head: only numbers that appear in the \
+question may be written literally.
+- A question that is already an arithmetic expression is computed by one atom, the expression copied exactly.
+- The plan ends with exactly one atom {{"kind": "final", "name": "report", "dependsOn": [<id of the answer>]}}.
+
+Tools:
+{tools}
+{decisions}
+Example. Question: What is (15 + 7) * 3 - 10?
+Plan: {example}
+
+Example. Question: Each of 3 classes has 15 girls and 7 boys. 10 of the students are absent today. How many \
+students are at school today?
+Plan: {word_example}
+"""
+
+#: The worked examples of ``EXPRESSIONS_PROMPT`` (the arithmetic of ``EXAMPLE_PLAN`` and of
+#: ``QUESTIONS_EXAMPLE_PLAN``: written for this project, not items of any evaluation set).
+EXPRESSION_EXAMPLE_PLAN: dict[str, Any] = {
+    "atoms": [
+        {"id": 1, "kind": "tool", "name": "calculate", "input": {"expression": "(15 + 7) * 3 - 10"}, "dependsOn": []},
+        {"id": 2, "kind": "final", "name": "report", "dependsOn": [1]},
+    ]
+}
+EXPRESSION_WORD_EXAMPLE_PLAN: dict[str, Any] = {
+    "atoms": [
+        {"id": 1, "kind": "tool", "name": "calculate", "input": {"expression": "15 + 7"}, "dependsOn": []},
+        {"id": 2, "kind": "tool", "name": "calculate", "input": {"expression": "<result_of_1> * 3"}, "dependsOn": [1]},
+        {"id": 3, "kind": "tool", "name": "calculate", "input": {"expression": "<result_of_2> - 10"}, "dependsOn": [2]},
+        {"id": 4, "kind": "final", "name": "report", "dependsOn": [3]},
+    ]
+}
+
 REPLAN_MESSAGE = """That plan is invalid:
 {errors}
 Write the whole plan again, fixing every problem."""
@@ -94,17 +136,20 @@ def _type_name(schema: dict[str, Any]) -> str:
     return str(schema.get("type", "value"))
 
 
-def planner_prompt(tools: dict[str, Tool], decisions: dict[str, Tool], *, questions: bool = False) -> str:
-    """The planner's system prompt; ``questions``: the sub-question form (each atom starts with its question)."""
+def planner_prompt(tools: dict[str, Tool], decisions: dict[str, Tool], *, questions: bool = False,
+                   expressions: bool = False) -> str:
+    """The planner's system prompt; ``questions``: the sub-question form (each atom starts with its question);
+    ``expressions``: atoms compute expressions with ``calculate`` (which ``tools`` must hold)."""
     decision_lines = ""
     if decisions:
         decision_lines = "\nDecisions (kind \"decision\"):\n" + "\n".join(describe_tool(t) for t in decisions.values()) + "\n"
+    tool_lines = "\n".join(describe_tool(t) for t in tools.values())
+    if expressions:
+        return EXPRESSIONS_PROMPT.format(tools=tool_lines, decisions=decision_lines,
+                                         example=json.dumps(EXPRESSION_EXAMPLE_PLAN),
+                                         word_example=json.dumps(EXPRESSION_WORD_EXAMPLE_PLAN))
     template, example = (QUESTIONS_PROMPT, QUESTIONS_EXAMPLE_PLAN) if questions else (PLANNER_PROMPT, EXAMPLE_PLAN)
-    return template.format(
-        tools="\n".join(describe_tool(t) for t in tools.values()),
-        decisions=decision_lines,
-        example=json.dumps(example),
-    )
+    return template.format(tools=tool_lines, decisions=decision_lines, example=json.dumps(example))
 
 EXECUTION_FAILED_MESSAGE = """Running that plan failed: {failure}
 Write the whole plan again so that every atom can run. Do not compute anything yourself."""

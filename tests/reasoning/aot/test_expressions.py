@@ -1,0 +1,122 @@
+"""Planning with expressions (AOT-EXPR-*): with ``expressions=True`` each atom computes one arithmetic expression
+with the ``calculate`` tool (earlier results referenced inside it); the program reads and computes every
+expression, so the model still never computes. Also: answers scored at the precision of a rounded gold."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llamabot.models.scripted import ScriptedModel, json_reply
+from llamabot.reasoning.aot import AoTBot, replay_plan
+from llamabot.reasoning.aot.evaluate import (
+    is_correct,
+    load_problems,
+    method_prompts,
+    method_settings,
+    rounded_places,
+)
+
+PLAN = {
+    "atoms": [
+        {"id": 1, "kind": "tool", "name": "calculate", "input": {"expression": "4 + 21"}, "dependsOn": []},
+        {
+            "id": 2,
+            "kind": "tool",
+            "name": "calculate",
+            "input": {"expression": "(<result_of_1> - 23) * 3"},
+            "dependsOn": [1],
+        },
+        {"id": 3, "kind": "final", "name": "report", "dependsOn": [2]},
+    ]
+}
+
+
+def test_aot_expr_010_the_planner_sees_calculate_and_worked_examples_of_it():
+    model = ScriptedModel([json_reply(PLAN)])
+    bot = AoTBot(model_name=model, expressions=True)
+    assert list(bot.tools) == ["calculate"]  # the default tools become just calculate
+    bot("Amy had 4 pens and 21 pencils...")
+    prompt = model.requests[0].messages[0]["content"]
+    assert "- calculate(expression: string)" in prompt and "<result_of_N>" in prompt
+    examples = [json.loads(part.split("\n")[0]) for part in prompt.split("Plan: ")[1:]]
+    assert len(examples) == 2
+    assert {a["name"] for e in examples for a in e["atoms"]} == {"calculate", "report"}
+    schema = model.requests[0].response_format["json_schema"]["schema"]
+    names = [v["properties"]["name"]["const"] for v in schema["properties"]["atoms"]["items"]["anyOf"]]
+    assert names == ["calculate", "report"]
+    assert "calculate" not in AoTBot(model_name=ScriptedModel([])).tools  # off by default
+
+
+def test_aot_expr_010_given_tools_keep_theirs_and_gain_calculate():
+    from llamabot.toolkits.calculator import add
+
+    bot = AoTBot([add], model_name=ScriptedModel([]), expressions=True)
+    assert list(bot.tools) == ["calculate", "add"]
+    with pytest.raises(ValueError, match="choose one"):
+        AoTBot(model_name=ScriptedModel([]), expressions=True, subquestions=True)
+
+
+def test_aot_expr_020_expressions_with_embedded_references_run_exactly():
+    result = AoTBot(model_name=ScriptedModel([json_reply(PLAN)]), expressions=True)("q")
+    assert result.answer == 6
+    assert [result.record.atoms[i].inputs for i in (1, 2)] == [
+        {"expression": "4 + 21"},
+        {"expression": "(25 - 23) * 3"},
+    ]
+    assert result.plan.atom(2).depends_on == [1]
+    assert replay_plan(PLAN).answer == 6  # a saved plan replays with the default tools
+
+
+def test_aot_expr_020_a_bad_expression_is_shown_to_the_planner_who_writes_the_plan_again():
+    bad = {
+        "atoms": [
+            {
+                "id": 1,
+                "kind": "tool",
+                "name": "calculate",
+                "input": {"expression": "25 / (4 - 4)"},
+                "dependsOn": [],
+            },
+            {"id": 2, "kind": "final", "name": "report", "dependsOn": [1]},
+        ]
+    }
+    model = ScriptedModel([json_reply(bad), json_reply(PLAN)])
+    result = AoTBot(model_name=model, expressions=True)("q")
+    assert result.answer == 6
+    failure = model.requests[1].messages[-1]["content"]
+    assert "division by zero: 25 / 0" in failure and "atom 1" in failure
+
+
+def test_aot_expr_030_eval_reports_record_the_option_and_the_prompt_it_sent():
+    assert method_settings(("aot",))["aot"]["expressions"] is False
+    assert method_settings(("aot",), {"expressions": True})["aot"]["expressions"] is True
+    on = method_prompts(("aot",), {"expressions": True})["aot"][0]
+    assert on != method_prompts(("aot",))["aot"][0] and "calculate(expression: string)" in on
+
+
+def test_aot_expr_030_the_cli_flag_reaches_the_planner():
+    from typer.testing import CliRunner
+
+    from llamabot.cli import app
+    from llamabot.models.scripted_provider import register_scripted_provider
+
+    model = ScriptedModel([json_reply(PLAN)], name="aot-expr")
+    name = register_scripted_provider(model, prefix="scripted-aot-expr")
+    result = CliRunner().invoke(app, ["aot", "q", "--model", name, "--expressions"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "answer: 6" in result.output
+    assert "calculate(expression" in model.requests[0].messages[0]["content"]
+
+
+def test_aot_eval_060_a_rounded_gold_is_matched_at_its_precision(tmp_path):
+    assert rounded_places("-3.93") == 2 and rounded_places("21.833") == 3
+    assert rounded_places("28") is rounded_places("87.5") is rounded_places("47.0") is None
+    data = tmp_path / "arith.csv"
+    data.write_text("0,1/3+1,1.33\n1,1/2+3,3.5\n")
+    rounded, exact = load_problems("arith", data)
+    assert rounded.places == 2 and exact.places is None
+    assert rounded.is_correct(4 / 3) and rounded.is_correct(1.33) and not rounded.is_correct(1.34)
+    assert exact.is_correct(3.5) and not exact.is_correct(3.46)  # an exact gold keeps the strict tolerance
+    assert not is_correct(None, 1.33, places=2)
