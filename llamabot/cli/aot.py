@@ -120,7 +120,7 @@ def eval_aot(
     from rich.progress import Progress
 
     from llamabot.models.seam import get_model
-    from llamabot.reasoning.aot.evaluate import evaluate, load_problems, report
+    from llamabot.reasoning.aot.evaluate import evaluate, load_problems, report, run_provenance
 
     try:
         problems = load_problems(dataset, path)[:limit]
@@ -129,6 +129,10 @@ def eval_aot(
     model_name = get_model(model).name
     chosen = tuple(m.strip() for m in methods.split(",") if m.strip())
     aot_options = _aot_options(2, max_execution_replans, samples, temperature, subquestions, expressions)
+    try:
+        started = run_provenance(model_name, chosen, aot_options)  # the code that runs, before it runs
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
     with Progress(console=console) as progress:
         task = progress.add_task(f"{dataset} x {len(problems)}", total=len(problems) * len(chosen))
         try:
@@ -147,7 +151,8 @@ def eval_aot(
                       str(s.execution_replans), parse, str(s.errors),
                       f"{s.mean_latency_s:.2f}", f"{s.mean_tokens:.0f}")
     console.print(table)
-    document = report(summaries, dataset=dataset, path=str(path), model=model_name, aot_options=aot_options)
+    document = report(summaries, dataset=dataset, path=str(path), model=model_name, aot_options=aot_options,
+                      provenance=started)
     out.write_text(json.dumps(document, indent=2, default=str))
     console.print(f"report: {out}")
 

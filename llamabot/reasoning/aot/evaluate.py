@@ -275,17 +275,24 @@ def evaluate(
     return {m: summarise(m, a) for m, a in attempts.items()}
 
 
-def report(summaries: dict[str, MethodSummary], *, dataset: str, path: str, model: str,
-           aot_options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A JSON-ready report of an evaluation, with its provenance (model, each method's settings, the sha256 of
-    each method's prompts, the commit: see :mod:`llamabot.observe.provenance`)."""
+def run_provenance(model: str, methods: tuple[str, ...], aot_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The provenance of an evaluation (model, each method's settings, the sha256 of each method's prompts, the
+    commit: see :mod:`llamabot.observe.provenance`). Take it before the first problem runs: the commit is the
+    code that ran, even if the checkout moves on during a long evaluation."""
     from llamabot.observe.provenance import provenance
 
+    return provenance(model, method_settings(methods, aot_options), method_prompts(methods, aot_options))
+
+
+def report(summaries: dict[str, MethodSummary], *, dataset: str, path: str, model: str,
+           aot_options: dict[str, Any] | None = None, provenance: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A JSON-ready report of an evaluation, with ``provenance`` as :func:`run_provenance` took it when the
+    evaluation started (taken now when not given)."""
     methods = tuple(summaries)
     return {
         "dataset": dataset,
         "path": path,
         "model": model,
-        "provenance": provenance(model, method_settings(methods, aot_options), method_prompts(methods, aot_options)),
+        "provenance": provenance if provenance is not None else run_provenance(model, methods, aot_options),
         "methods": {m: asdict(s) for m, s in summaries.items()},
     }

@@ -199,6 +199,27 @@ def test_aot_eval_020_headerless_arith_csv_loads(tmp_path):
     assert [p.answer for p in problems] == [47.0, 2.0] and problems[0].question == "What is 5*5/5*4+8-8+3*9?"
 
 
+def test_aot_eval_050_the_report_records_the_commit_the_evaluation_started_on(tmp_path, monkeypatch):
+    """A long evaluation outlives commits made meanwhile: its report names the code that ran, not the code of
+    the moment it was written."""
+    import llamabot.observe.provenance as prov
+
+    calls = []
+
+    def responder(request):
+        calls.append(request)
+        return json_reply(GOOD) if request.response_format else text("56")
+
+    monkeypatch.setattr(prov, "git_commit", lambda where=None: f"commit-after-{len(calls)}-calls")
+    name = register_scripted_provider(ScriptedModel(responder=responder, name="aot-prov-start"),
+                                      prefix="scripted-aot-prov-start")
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(app, ["eval", "aot", str(_arith_file()), "--dataset", "arith", "--model", name,
+                                      "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert calls and json.loads(out.read_text())["provenance"]["commit"] == "commit-after-0-calls"
+
+
 def test_aot_eval_050_the_report_records_model_settings_prompt_versions_and_commit(tmp_path):
     def responder(request):
         return json_reply(GOOD) if request.response_format else text("56")
