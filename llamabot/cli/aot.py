@@ -40,7 +40,11 @@ def aot(
     max_execution_replans: int = typer.Option(1, min=0, help="Re-plans after an atom failed (the failure is shown)."),
     samples: int = typer.Option(1, min=1, help="Self-consistency: sample this many plans, run all, majority answer."),
     subquestions: bool = typer.Option(False, help="Plan as sub-questions: each atom says in words what it finds out."),
-    expressions: bool = typer.Option(False, help="Atoms compute arithmetic expressions with the calculate tool."),
+    expressions: Optional[bool] = typer.Option(  # noqa: UP045
+        None, "--expressions/--no-expressions",
+        help="Atoms compute arithmetic expressions with the calculate tool (default: on with the calculator tools, "
+             "off with --tool or --subquestions).",
+    ),
     temperature: Optional[float] = typer.Option(  # noqa: UP045
         None, help="Planner temperature (default: the model's, or 0.7 with --samples > 1)."
     ),
@@ -113,7 +117,10 @@ def eval_aot(
     max_execution_replans: int = typer.Option(1, min=0, help="AoT: re-plans after an atom failed."),
     samples: int = typer.Option(1, min=1, help="AoT: sample this many plans, run all, majority answer."),
     subquestions: bool = typer.Option(False, help="AoT: plan as sub-questions, each atom's question in words first."),
-    expressions: bool = typer.Option(False, help="AoT: atoms compute arithmetic expressions with the calculate tool."),
+    expressions: Optional[bool] = typer.Option(  # noqa: UP045
+        None, "--expressions/--no-expressions",
+        help="AoT: atoms compute arithmetic expressions with the calculate tool (default: on, off with --subquestions).",
+    ),
     temperature: Optional[float] = typer.Option(None, help="AoT planner temperature (default: the model's, 0.7 with --samples > 1)."),  # noqa: UP045
 ) -> None:
     """Accuracy of AoT vs the same model answering directly, plan validity, re-plans, latency, tokens."""
@@ -158,10 +165,12 @@ def eval_aot(
 
 
 def _aot_options(max_replans: int, max_execution_replans: int, samples: int, temperature: float | None,
-                 subquestions: bool = False, expressions: bool = False) -> dict:
+                 subquestions: bool = False, expressions: bool | None = None) -> dict:
     """``AoTBot`` keyword arguments from the command's options (``temperature`` only when given)."""
     options = {"max_replans": max_replans, "max_execution_replans": max_execution_replans, "samples": samples,
-               "subquestions": subquestions, "expressions": expressions}
+               "subquestions": subquestions}
+    if expressions is not None:  # else the bot's default
+        options["expressions"] = expressions
     if temperature is not None:
         options["temperature"] = temperature
     return options

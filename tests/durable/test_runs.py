@@ -10,7 +10,7 @@ from tests.durable.agents import make_agent
 
 
 def make_aot() -> AoTBot:
-    return AoTBot(model_name=ScriptedModel([json_reply(EXAMPLE_PLAN)]))
+    return AoTBot(expressions=False, model_name=ScriptedModel([json_reply(EXAMPLE_PLAN)]))
 
 
 def test_dur_run_010_same_answer_as_in_memory_with_every_call_a_step(db_url, files):

@@ -38,7 +38,7 @@ def agent_bot():
 
 
 def aot_bot():
-    return AoTBot(model_name=ScriptedModel(responder=lambda request: json_reply(EXAMPLE_PLAN)))
+    return AoTBot(expressions=False, model_name=ScriptedModel(responder=lambda request: json_reply(EXAMPLE_PLAN)))
 
 
 def tot_bot():

@@ -219,8 +219,13 @@ def method_settings(methods: tuple[str, ...], aot_options: dict[str, Any] | None
     settings: dict[str, dict[str, Any]] = {}
     for method in methods:
         if method == "aot":
-            settings[method] = {"max_replans": 2, "max_execution_replans": 1, "samples": 1, "subquestions": False,
-                                "expressions": False, **(aot_options or {})}
+            options = {"max_replans": 2, "max_execution_replans": 1, "samples": 1, "subquestions": False,
+                       **{k: v for k, v in (aot_options or {}).items() if v is not None}}
+            # the calculator tools are the bot's defaults: expressions unless sub-questions (AoTBot's own rule)
+            from llamabot.reasoning.aot.prompts import resolve_expressions
+
+            options["expressions"] = resolve_expressions(options.get("expressions"), None, options["subquestions"])
+            settings[method] = options
         else:
             settings[method] = dict(BASELINE_SETTINGS[method])
     return settings
@@ -235,8 +240,8 @@ def method_prompts(methods: tuple[str, ...], aot_options: dict[str, Any] | None 
 
     texts = {"direct": [DIRECT_PROMPT], "cot": [COT_PROMPT]}
     if "aot" in methods:
-        options = aot_options or {}
-        questions, expressions = bool(options.get("subquestions")), bool(options.get("expressions"))
+        options = method_settings(("aot",), aot_options)["aot"]
+        questions, expressions = options["subquestions"], options["expressions"]
         tools = {t.name: t for t in map(as_tool, EXPRESSION_TOOLS if expressions else CALCULATOR_TOOLS)}
         texts["aot"] = [planner_prompt(tools, {}, questions=questions, expressions=expressions), REPLAN_MESSAGE,
                         EXECUTION_FAILED_MESSAGE]

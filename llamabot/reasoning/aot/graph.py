@@ -30,6 +30,7 @@ from llamabot.observe.tracing import Trace, current_run
 from llamabot.reasoning.aot.execute import AtomTools, ExecutionRecord, LayerThreads, RetryPolicy, execute_plan
 from llamabot.reasoning.aot.nodes import THREADS, CompensateNode, LayerNode, PlanNode, ReportNode, VoteNode
 from llamabot.reasoning.aot.plan import Plan
+from llamabot.reasoning.aot.prompts import resolve_expressions
 from llamabot.reasoning.aot.result import AoTResult, run_usage
 from llamabot.reasoning.aot.samples import SAMPLE, VOTE, new_aot_state
 from llamabot.reasoning.aot.validate import validate_plan
@@ -63,7 +64,9 @@ class AoTBot(GraphBot):
     the schema ask for it); the program still computes everything. ``expressions``: atoms compute arithmetic
     expressions with the ``calculate`` tool (added to ``tools``; the default tools become just it), each atom one
     quantity written from the question's numbers and earlier results (``"<result_of_1> * 3"``); the program reads
-    and computes each expression (:mod:`llamabot.toolkits.expression`, never ``eval``).
+    and computes each expression (:mod:`llamabot.toolkits.expression`, never ``eval``). Default (``None``): on
+    with the default tools (it measured best, see the AoT design's evaluation results), off when you give your own
+    ``tools`` or ask for ``subquestions``; ``expressions=False`` plans with the separate calculator tools.
     """
 
     def __init__(
@@ -76,7 +79,7 @@ class AoTBot(GraphBot):
         max_execution_replans: int = 1,
         samples: int = 1,
         subquestions: bool = False,
-        expressions: bool = False,
+        expressions: bool | None = None,
         retry: RetryPolicy = RetryPolicy(),
         compensations: dict[str, Any] | None = None,
         hooks: Iterable[RunHooks] = (),
@@ -84,8 +87,7 @@ class AoTBot(GraphBot):
     ):
         super().__init__(hooks=hooks)
         _check_options(max_replans, max_execution_replans, samples, compensations, completion_kwargs)
-        if subquestions and expressions:
-            raise ValueError("subquestions and expressions are two forms of plan: choose one")
+        expressions = resolve_expressions(expressions, tools, subquestions)
         from llamabot.toolkits.calculator import CALCULATOR_TOOLS, EXPRESSION_TOOLS
 
         if tools is None:

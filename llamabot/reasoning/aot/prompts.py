@@ -118,6 +118,14 @@ REPLAN_MESSAGE = """That plan is invalid:
 Write the whole plan again, fixing every problem."""
 
 
+def resolve_expressions(expressions: bool | None, tools: Any, subquestions: bool) -> bool:
+    """Whether a bot plans with expressions: as asked, else on exactly when it uses the default tools and no
+    sub-questions. Both forms at once raise ``ValueError``."""
+    if subquestions and expressions:
+        raise ValueError("subquestions and expressions are two forms of plan: choose one")
+    return (tools is None and not subquestions) if expressions is None else bool(expressions)
+
+
 def describe_tool(tool: Tool) -> str:
     """One line per tool: ``- name(param: type, ...): description``."""
     properties = tool.parameters.get("properties", {})

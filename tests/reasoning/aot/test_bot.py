@@ -25,7 +25,7 @@ DIVIDE_BY_ZERO = {"atoms": [
 
 
 def test_aot_bot_010_the_graph_is_plan_then_execute_built_from_the_agents_node_kind():
-    bot = AoTBot(model_name=ScriptedModel())
+    bot = AoTBot(expressions=False, model_name=ScriptedModel())
     assert isinstance(bot.plan_node, DualNode) and isinstance(bot.execute_node, DualNode)
     assert bot.plan_node.span_kind == "decision"  # the planner is a decision-kind node, as the agent's DecideNode
     assert bot.plan_node.successors == {"valid": bot.execute_node, "invalid": bot.plan_node}
@@ -37,7 +37,7 @@ def test_aot_bot_010_the_graph_is_plan_then_execute_built_from_the_agents_node_k
 
 def test_aot_bot_020_the_plan_prompt_explains_references_with_an_example_and_asks_for_the_schema():
     model = ScriptedModel([json_reply(GOOD)])
-    result = AoTBot(model_name=model)("What is (15 + 7) * 3 - 10?")
+    result = AoTBot(expressions=False, model_name=model)("What is (15 + 7) * 3 - 10?")
     assert result.answer == 56 and result.replans == 0
     request = model.requests[0]
     prompt = request.messages[0]["content"]
@@ -52,7 +52,7 @@ def test_aot_bot_020_the_plan_prompt_explains_references_with_an_example_and_ask
 
 def test_aot_bot_030_an_invalid_plan_is_sent_back_with_its_errors_and_replanned():
     model = ScriptedModel([json_reply(BAD), text("{not json"), json_reply(GOOD)])
-    result = AoTBot(model_name=model)("q")
+    result = AoTBot(expressions=False, model_name=model)("q")
     assert result.answer == 56 and result.replans == 2 and result.parse_failures == 1
     assert "unknown tool 'sqrt'" in result.plan_errors[0][0]
     assert result.plan_errors[1][0].startswith("plan: ") and "Invalid JSON" in result.plan_errors[1][0]
@@ -63,19 +63,19 @@ def test_aot_bot_030_an_invalid_plan_is_sent_back_with_its_errors_and_replanned(
 def test_aot_bot_040_after_bounded_replans_a_typed_error_holds_the_plan_and_errors():
     model = ScriptedModel([json_reply(BAD)] * 3)
     with pytest.raises(PlanValidationError) as info:
-        AoTBot(model_name=model, max_replans=2)("q")
+        AoTBot(expressions=False, model_name=model, max_replans=2)("q")
     assert info.value.plan.atoms[0].name == "sqrt" and len(model.requests) == 3
     assert any(e.code == "unknown_tool" and e.atom == 1 for e in info.value.errors)
 
 
 def test_aot_bot_050_execution_failures_raise_with_the_partial_record():
     with pytest.raises(AtomExecutionError) as info:
-        AoTBot(model_name=ScriptedModel([json_reply(DIVIDE_BY_ZERO)]), max_execution_replans=0)("1/0")
+        AoTBot(expressions=False, model_name=ScriptedModel([json_reply(DIVIDE_BY_ZERO)]), max_execution_replans=0)("1/0")
     assert info.value.atom.id == 1 and info.value.record.failed_atom == 1 and info.value.earlier == ()
 
 
 async def test_aot_bot_060_async_twin():
-    result = await AsyncAoTBot(model_name=ScriptedModel([json_reply(GOOD)])).arun("q")
+    result = await AsyncAoTBot(expressions=False, model_name=ScriptedModel([json_reply(GOOD)])).arun("q")
     assert result.answer == 56 and json.loads(json.dumps(result.to_dict(), default=str))["answer"] == 56
 
 
@@ -83,7 +83,7 @@ def test_aot_cli_010_save_then_replay_round_trips(tmp_path):
     name = register_scripted_provider(ScriptedModel([json_reply(GOOD)], name="aot-cli"), prefix="scripted-aot")
     saved = tmp_path / "plan.json"
     runner = CliRunner()
-    first = runner.invoke(app, ["aot", "What is (15 + 7) * 3 - 10?", "--model", name, "--save", str(saved)],
+    first = runner.invoke(app, ["aot", "What is (15 + 7) * 3 - 10?", "--no-expressions", "--model", name, "--save", str(saved)],
                           env={"COLUMNS": "200"})
     assert first.exit_code == 0, first.output
     assert "answer: 56" in first.output and "subtract" in first.output
@@ -139,7 +139,8 @@ def test_aot_eval_030_the_harness_compares_aot_with_direct_answers_on_the_same_m
         return text("I think it is 55.")  # the direct baseline, wrong
 
     problems = load_problems("arith", _arith_file())
-    summaries = evaluate(problems, ScriptedModel(responder=responder), methods=("aot", "direct", "cot"))
+    summaries = evaluate(problems, ScriptedModel(responder=responder), methods=("aot", "direct", "cot"),
+                         aot_options={"expressions": False})
     assert summaries["aot"].accuracy == 1.0 and summaries["aot"].plan_validity_rate == 1.0
     assert summaries["direct"].accuracy == 0.0 and summaries["direct"].attempts[0].predicted == 55.0
     assert summaries["aot"].mean_tokens > 0 and summaries["cot"].accuracy == 0.0
@@ -162,7 +163,7 @@ def test_aot_eval_040_eval_command_writes_a_report(tmp_path):
 
     name = register_scripted_provider(ScriptedModel(responder=responder, name="aot-eval"), prefix="scripted-aot-eval")
     out = tmp_path / "report.json"
-    result = CliRunner().invoke(app, ["eval", "aot", str(_arith_file()), "--dataset", "arith", "--model", name,
+    result = CliRunner().invoke(app, ["eval", "aot", str(_arith_file()), "--dataset", "arith", "--no-expressions", "--model", name,
                                       "--out", str(out)], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
@@ -173,12 +174,12 @@ def test_aot_eval_040_eval_command_writes_a_report(tmp_path):
 def test_aot_bot_070_executed_atoms_appear_in_the_trace_also_when_execution_fails():
     # Atom spans are tool calls now (category tool_call, kind atom), so their resolved inputs are under
     # "arguments", as for every tool call (FuncNode's spans, astream's tool_started events), no longer "inputs".
-    result = AoTBot(model_name=ScriptedModel([json_reply(GOOD)]))("q")
+    result = AoTBot(expressions=False, model_name=ScriptedModel([json_reply(GOOD)]))("q")
     atoms = result.trace.of_kind("atom")
     assert [s.name for s in atoms] == ["1:add", "2:multiply", "3:subtract"]
     assert {s.category for s in atoms} == {"tool_call"}
     assert atoms[1].attributes["arguments"] == {"a": 22.0, "b": 3} and atoms[1].attributes["result"] == 66.0
-    bot = AoTBot(model_name=ScriptedModel([json_reply(DIVIDE_BY_ZERO)]), max_execution_replans=0)
+    bot = AoTBot(expressions=False, model_name=ScriptedModel([json_reply(DIVIDE_BY_ZERO)]), max_execution_replans=0)
     with pytest.raises(AtomExecutionError):
         bot("1/0")
     [failed] = bot.last_trace.of_kind("atom")
@@ -214,7 +215,7 @@ def test_aot_eval_050_the_report_records_the_commit_the_evaluation_started_on(tm
     name = register_scripted_provider(ScriptedModel(responder=responder, name="aot-prov-start"),
                                       prefix="scripted-aot-prov-start")
     out = tmp_path / "report.json"
-    result = CliRunner().invoke(app, ["eval", "aot", str(_arith_file()), "--dataset", "arith", "--model", name,
+    result = CliRunner().invoke(app, ["eval", "aot", str(_arith_file()), "--dataset", "arith", "--no-expressions", "--model", name,
                                       "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert calls and json.loads(out.read_text())["provenance"]["commit"] == "commit-after-0-calls"
@@ -228,7 +229,7 @@ def test_aot_eval_050_the_report_records_model_settings_prompt_versions_and_comm
     reports = []
     for samples in (1, 3):
         out = tmp_path / f"report{samples}.json"
-        result = CliRunner().invoke(app, ["eval", "aot", str(_arith_file()), "--dataset", "arith", "--model", name,
+        result = CliRunner().invoke(app, ["eval", "aot", str(_arith_file()), "--dataset", "arith", "--no-expressions", "--model", name,
                                           "--out", str(out), "--samples", str(samples)])
         assert result.exit_code == 0, result.output
         reports.append(json.loads(out.read_text())["provenance"])
@@ -255,9 +256,9 @@ def test_aot_cli_040_samples_and_execution_replans_reach_the_bot():
     name = register_scripted_provider(ScriptedModel([json_reply(DIVIDE_BY_ZERO), json_reply(GOOD)] * 2,
                                                     name="aot-sc"), prefix="scripted-aot-sc")
     runner = CliRunner()
-    result = runner.invoke(app, ["aot", "q", "--model", name, "--samples", "2"], env={"COLUMNS": "200"})
+    result = runner.invoke(app, ["aot", "q", "--no-expressions", "--model", name, "--samples", "2"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "failed plan, re-planned: atom 1 (tool 'divide')" in result.output and "answer: 56" in result.output
     assert "samples: 56, 56; 2 votes for the answer" in result.output
-    refused = runner.invoke(app, ["aot", "q", "--model", name, "--samples", "2", "--temperature", "0"])
+    refused = runner.invoke(app, ["aot", "q", "--no-expressions", "--model", name, "--samples", "2", "--temperature", "0"])
     assert refused.exit_code == 2 and "needs temperature > 0" in refused.output

@@ -46,7 +46,18 @@ def test_aot_expr_010_the_planner_sees_calculate_and_worked_examples_of_it():
     schema = model.requests[0].response_format["json_schema"]["schema"]
     names = [v["properties"]["name"]["const"] for v in schema["properties"]["atoms"]["items"]["anyOf"]]
     assert names == ["calculate", "report"]
-    assert "calculate" not in AoTBot(model_name=ScriptedModel([])).tools  # off by default
+
+
+
+def test_aot_expr_010_on_by_default_with_the_calculator_off_with_your_tools_or_sub_questions():
+    from llamabot.toolkits.calculator import CALCULATOR_TOOLS, add
+
+    assert list(AoTBot(model_name=ScriptedModel([])).tools) == ["calculate"]  # the measured default
+    assert list(AoTBot([add], model_name=ScriptedModel([])).tools) == ["add"]
+    assert "calculate" not in AoTBot(model_name=ScriptedModel([]), subquestions=True).tools
+    off = AoTBot(model_name=ScriptedModel([]), expressions=False)
+    assert list(off.tools) == [t.__name__ for t in CALCULATOR_TOOLS]
+    assert "calculate" not in off.plan_node.system["content"]
 
 
 def test_aot_expr_010_given_tools_keep_theirs_and_gain_calculate():
@@ -90,10 +101,12 @@ def test_aot_expr_020_a_bad_expression_is_shown_to_the_planner_who_writes_the_pl
 
 
 def test_aot_expr_030_eval_reports_record_the_option_and_the_prompt_it_sent():
-    assert method_settings(("aot",))["aot"]["expressions"] is False
-    assert method_settings(("aot",), {"expressions": True})["aot"]["expressions"] is True
-    on = method_prompts(("aot",), {"expressions": True})["aot"][0]
-    assert on != method_prompts(("aot",))["aot"][0] and "calculate(expression: string)" in on
+    assert method_settings(("aot",))["aot"]["expressions"] is True  # the bot's default, recorded as what ran
+    assert method_settings(("aot",), {"expressions": False})["aot"]["expressions"] is False
+    assert method_settings(("aot",), {"subquestions": True})["aot"]["expressions"] is False
+    assert method_settings(("aot",), {"expressions": None})["aot"]["expressions"] is True
+    on = method_prompts(("aot",))["aot"][0]
+    assert on != method_prompts(("aot",), {"expressions": False})["aot"][0] and "calculate(expression: string)" in on
 
 
 def test_aot_expr_030_the_cli_flag_reaches_the_planner():

@@ -25,7 +25,7 @@ DIVIDE_BY_ZERO = {
 @pytest.mark.parametrize("path", ["sync", "async"])
 def test_aot_replan_010_a_failed_execution_is_shown_to_the_planner_which_plans_again(path):
     model = ScriptedModel([json_reply(DIVIDE_BY_ZERO), json_reply(EXAMPLE_PLAN)])
-    bot = AoTBot(model_name=model)
+    bot = AoTBot(expressions=False, model_name=model)
     result = (
         bot("What is (15 + 7) * 3 - 10?")
         if path == "sync"
@@ -55,7 +55,7 @@ def test_aot_replan_010_a_failed_execution_is_shown_to_the_planner_which_plans_a
 def test_aot_replan_020_re_plans_are_bounded_and_the_last_error_names_the_atom_and_every_failure():
     model = ScriptedModel([json_reply(DIVIDE_BY_ZERO)] * 3)
     with pytest.raises(AtomExecutionError) as info:
-        AoTBot(model_name=model, max_execution_replans=2)("1/0")
+        AoTBot(expressions=False, model_name=model, max_execution_replans=2)("1/0")
     error = info.value
     assert len(model.requests) == 3  # the first plan and two re-plans, no more
     assert error.atom.id == 1 and error.record.failed_atom == 1 and len(error.earlier) == 2
@@ -63,7 +63,7 @@ def test_aot_replan_020_re_plans_are_bounded_and_the_last_error_names_the_atom_a
     assert message.startswith("atom 1 (tool 'divide') failed with inputs {'a': 1, 'b': 0}: ZeroDivisionError")
     assert "(plan 3; the earlier plans failed too: atom 1 (tool 'divide')" in message
     with pytest.raises(ValueError, match="max_execution_replans must be at least 0"):
-        AoTBot(model_name=ScriptedModel(), max_execution_replans=-1)
+        AoTBot(expressions=False, model_name=ScriptedModel(), max_execution_replans=-1)
 
 
 def test_aot_replan_030_completed_atoms_are_compensated_before_the_new_plan_runs():
@@ -160,7 +160,7 @@ def test_aot_replan_010_the_harness_counts_execution_replans_and_keeps_the_first
     from llamabot.reasoning.aot.evaluate import Problem, evaluate
 
     model = ScriptedModel([json_reply(DIVIDE_BY_ZERO), json_reply(EXAMPLE_PLAN)])
-    summary = evaluate([Problem("p1", "What is (15 + 7) * 3 - 10?", 56.0)], model, methods=("aot",))["aot"]
+    summary = evaluate([Problem("p1", "What is (15 + 7) * 3 - 10?", 56.0)], model, methods=("aot",), aot_options={"expressions": False})["aot"]
     attempt = summary.attempts[0]
     assert attempt.correct and attempt.execution_replans == 1 and attempt.replans == 0
     assert (
