@@ -34,7 +34,9 @@ class ToTBot(GraphBot):
     ``options`` (or any :class:`ToTOptions` field as a keyword: ``branching_factor=2``...) shape the search.
     ``prompts``: a :class:`ToTPrompts` (e.g. ``Game24Prompts()``); ``generation_prompt`` / ``evaluation_prompt``
     override its system prompts. ``goal_test(problem, path) -> bool``: an optional trusted check that ends the
-    search with ``success``. ``json_output``: ask for JSON by ``response_format`` (enforced by grammar on the
+    search with ``success``. ``check_steps`` (default on): proposals that break the problem's rules
+    (``prompts.step_rules``: for the Game of 24, wrong arithmetic or a number that is not left) are dropped
+    before they are scored; the prompts' rules never look ahead or solve. ``json_output``: ask for JSON by ``response_format`` (enforced by grammar on the
     embedded model). ``stream_target`` receives streamed text (each piece also reaches the machine as
     ``llm_partial``); ``on_step`` receives the machine after every update. Other keywords (``temperature``,
     ``max_tokens``...) pass through to the model.
@@ -49,6 +51,7 @@ class ToTBot(GraphBot):
         generation_prompt: str | None = None,
         evaluation_prompt: str | None = None,
         goal_test: GoalTest | None = None,
+        check_steps: bool = True,
         json_output: bool = True,
         stream_target: TokenCallback | None = None,
         on_step: Callable[[ToTMachine], None] | None = None,
@@ -73,7 +76,7 @@ class ToTBot(GraphBot):
         call = {"json_output": json_output, "completion_kwargs": kwargs}
         self.generate_node = ThoughtCallNode("generate", self.model, prompts, **call)
         self.evaluate_node = ThoughtCallNode("evaluate", self.model, prompts, **call)
-        self.expand_node = ExpandNode(goal_test)
+        self.expand_node = ExpandNode(goal_test, step_check=prompts.step_rules if check_steps else None)
         self.expand_node - "generate" >> self.generate_node
         self.expand_node - "evaluate" >> self.evaluate_node
         self.generate_node - "expand" >> self.expand_node

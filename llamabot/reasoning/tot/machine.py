@@ -91,11 +91,15 @@ BUSY = frozenset({S.GENERATING, S.EVALUATING, S.EXPANDING})
 
 @dataclass(frozen=True, slots=True)
 class Env:
-    """What the caller lends one update: ``now_ms`` (its clock; ``None`` disables time checks) and
-    ``goal_test(problem, path) -> bool``, a trusted check that a root-to-thought path solves the problem."""
+    """What the caller lends one update: ``now_ms`` (its clock; ``None`` disables time checks),
+    ``goal_test(problem, path) -> bool``, a trusted check that a root-to-thought path solves the problem, and
+    ``step_check(problem, path, thought) -> str | None``, the problem's rules: the rule a proposed thought breaks
+    (it is dropped before evaluation, and the model is told when every proposal broke one), or ``None``. A rules
+    check only refuses what the rules forbid; it never looks ahead or scores."""
 
     now_ms: float | None = None
     goal_test: Callable[[str, tuple[str, ...]], bool] | None = None
+    step_check: Callable[[str, tuple[str, ...], str], str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,7 @@ class ToTMachine:
     parser_errors: tuple[str, ...] = ()
     recent_best_scores: tuple[float, ...] = ()
     closed_nodes: tuple[str, ...] = ()  # nodes whose thoughts could not be read: branches closed
+    rejected_steps: tuple[str, ...] = ()  # proposals that broke the problem's rules, each with the rule
     run_id: str | None = None  # the start call id; later call ids are ``<run_id>.<n>``
     node_seq: int = 0
     call_seq: int = 0
@@ -250,6 +255,15 @@ def _on_thoughts(m: ToTMachine, thoughts: list[str], raw: str | None, env: Env) 
         if text and text not in seen:
             seen.add(text)
             cleaned.append(text)
+    if env.step_check is not None and cleaned:
+        path = path_texts(m, m.current_node_id or "")
+        verdicts = [(text, env.step_check(m.prompt or "", path, text)) for text in cleaned]
+        broken = [reason for _, reason in verdicts if reason]
+        cleaned = [text for text, reason in verdicts if not reason]
+        if broken:
+            m = replace(m, rejected_steps=(*m.rejected_steps, *broken))
+        if not cleaned and _can_retry(m, "generation"):
+            return _retry(m, "generation", raw, "every proposed step breaks the rules: " + "; ".join(broken[:3]))
     cleaned = cleaned[: _request_count(m)]
     if not cleaned:
         if _can_retry(m, "generation"):
@@ -418,7 +432,8 @@ def from_dict(data: Mapping[str, Any]) -> ToTMachine:
             usage=dict(data.get("usage") or {}),
             parse_retries={"generation": 0, "evaluation": 0, **dict(data.get("parse_retries") or {})},
         )
-        for name in ("frontier", "solution_path", "parser_errors", "recent_best_scores", "closed_nodes"):
+        for name in ("frontier", "solution_path", "parser_errors", "recent_best_scores", "closed_nodes",
+                     "rejected_steps"):
             values[name] = tuple(data.get(name) or ())
         return ToTMachine(**values)
     except (TypeError, ValueError, KeyError) as exc:

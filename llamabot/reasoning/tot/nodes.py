@@ -130,15 +130,18 @@ class ThoughtCallNode(DualNode):
 class ExpandNode(DualNode):
     """Apply the pending message to the machine and route on the resulting directive.
 
-    ``goal_test`` (optional, trusted) lets the machine stop with ``success``; ``clock`` gives the time in ms.
+    ``goal_test`` (optional, trusted) lets the machine stop with ``success``; ``step_check`` (optional) is the
+    problem's rules (see :class:`~llamabot.reasoning.tot.machine.Env`); ``clock`` gives the time in ms.
     """
 
     name = "expand"
     span_kind = "tot_update"
 
-    def __init__(self, goal_test: GoalTest | None = None, clock: Callable[[], float] = monotonic_ms):
+    def __init__(self, goal_test: GoalTest | None = None, clock: Callable[[], float] = monotonic_ms,
+                 step_check: Callable[[str, tuple[str, ...], str], str | None] | None = None):
         super().__init__()
         self.goal_test = goal_test
+        self.step_check = step_check
         self.clock = clock
 
     def prep(self, shared: dict[str, Any]) -> Message:
@@ -151,7 +154,7 @@ class ExpandNode(DualNode):
         return msg
 
     def post(self, shared: dict[str, Any], msg: Message, _: Message) -> str | None:
-        machine, directives = update(shared["machine"], msg, Env(now_ms=self.clock(), goal_test=self.goal_test))
+        machine, directives = update(shared["machine"], msg, Env(now_ms=self.clock(), goal_test=self.goal_test, step_check=self.step_check))
         shared["machine"], shared["message"] = machine, None
         refused = [d for d in directives if isinstance(d, RequestError)]
         if refused:

@@ -122,6 +122,11 @@ class ToTPrompts:
             name, schema = "tot_scores", scores_schema([t.id for t in request.thoughts])
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
 
+    def step_rules(self, problem: str, path: tuple[str, ...], thought: str) -> str | None:
+        """The rule of the problem that ``thought``, proposed after ``path``, breaks, or ``None`` (by default a
+        problem has no rules: every thought is kept). Only rules: never a judgement of whether it leads anywhere."""
+        return None
+
     def answer(self, problem: str, path: tuple[str, ...]) -> str | None:
         """The answer a solution path gives; by default its last thought."""
         return path[-1] if path else None

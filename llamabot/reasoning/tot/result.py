@@ -115,6 +115,7 @@ def build_result(machine: ToTMachine, answer: str | None = None) -> ToTResult:
         "parse_retries": dict(machine.parse_retries),
         "parser_errors": list(machine.parser_errors),
         "closed_nodes": list(machine.closed_nodes),
+        "rejected_steps": list(machine.rejected_steps),
         "convergence": {
             "window": options.convergence_window,
             "min_score_improvement": options.min_score_improvement,

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llamabot.reasoning.tot.games.game24_steps import expression_from_steps, format_numbers, numbers_left
+from llamabot.reasoning.tot.games.game24_steps import (
+    expression_from_steps,
+    format_numbers,
+    numbers_left,
+    step_violation,
+)
 from llamabot.reasoning.tot.messages import EvaluateThoughts, GenerateThoughts
 from llamabot.reasoning.tot.prompts import ToTPrompts
 
@@ -124,6 +129,11 @@ class Game24Prompts(ToTPrompts):
             f'JSON: {{"scores": {{{ids}}}}}'
         )
         return "\n".join(lines)
+
+    def step_rules(self, problem: str, path: tuple[str, ...], thought: str) -> str | None:
+        """Wrong arithmetic, a number that is not left, or no ``a op b = c`` at all (see
+        :func:`~llamabot.reasoning.tot.games.game24_steps.step_violation`)."""
+        return step_violation(problem, path, thought)
 
     def answer(self, problem: str, path: tuple[str, ...]) -> str | None:
         return expression_from_steps(problem, path)

@@ -74,6 +74,31 @@ def numbers_left(puzzle: str, steps: Sequence[str]) -> tuple[Fraction, ...] | No
     return tuple(pool)
 
 
+_ARITHMETIC = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b}
+
+
+def step_violation(puzzle: str, path: Sequence[str], text: str) -> str | None:
+    """The rule of the game that step ``text``, taken after ``path``, breaks, or ``None``: it must read as
+    ``a op b = c``, take two numbers that are left, and ``c`` must be exactly ``a op b``. Rules only: whether the
+    step can still reach 24 is never judged here."""
+    left = numbers_left(puzzle, path)
+    if left is None:
+        return f"{text}: the steps before it are not valid"
+    step = parse_step(text)
+    if step is None:
+        return f"{text!r} is not a step 'a op b = c'"
+    pool = list(left)
+    if _take(pool, step.a) is None or _take(pool, step.b) is None:
+        return f"{text}: uses a number that is not left ({format_numbers(left)})"
+    a, op, b = format_number(step.a), step.op, format_number(step.b)
+    if op == "/" and step.b == 0:
+        return f"{text}: division by zero"
+    value = _ARITHMETIC[op](step.a, step.b)
+    if value != step.result:
+        return f"{text}: {a} {op} {b} is {format_number(value)}, not {format_number(step.result)}"
+    return None
+
+
 def _unwrap(expression: str) -> str:
     """Drop one pair of parentheses that encloses the whole expression."""
     if not (expression.startswith("(") and expression.endswith(")")):
