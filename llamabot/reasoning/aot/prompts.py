@@ -8,16 +8,15 @@ from typing import Any
 
 from llamabot.tools.tool import Tool
 
-PLANNER_PROMPT = """You are a planner. You never compute anything yourself: you write a plan of atoms that a \
+#: The opening both forms of plan share (the atom shape), and their closing (the final atom, the tools, the
+#: expression example).
+_OPENING = """You are a planner. You never compute anything yourself: you write a plan of atoms that a \
 program executes exactly.
 
 Each atom is one step: {{"id": <int>, "kind": "tool" | "decision" | "final", "name": <tool>, "input": {{...}}, \
 "dependsOn": [<ids>]}}.
-- A "tool" atom calls one tool with its inputs. A "decision" atom combines results of earlier atoms.
-- To use the result of an earlier atom, write the string "<result_of_N>" (N is that atom's id) as the input \
-value, and list N in "dependsOn". Never write a number that you computed in your head: only numbers that \
-appear in the question may be written literally.
-- The plan ends with exactly one atom {{"kind": "final", "name": "report", "dependsOn": [<id of the answer>]}}.
+"""
+_CLOSING = """- The plan ends with exactly one atom {{"kind": "final", "name": "report", "dependsOn": [<id of the answer>]}}.
 
 Tools:
 {tools}
@@ -25,6 +24,12 @@ Tools:
 Example. Question: What is (15 + 7) * 3 - 10?
 Plan: {example}
 """
+
+PLANNER_PROMPT = _OPENING + """- A "tool" atom calls one tool with its inputs. A "decision" atom combines results of earlier atoms.
+- To use the result of an earlier atom, write the string "<result_of_N>" (N is that atom's id) as the input \
+value, and list N in "dependsOn". Never write a number that you computed in your head: only numbers that \
+appear in the question may be written literally.
+""" + _CLOSING
 
 EXAMPLE_PLAN: dict[str, Any] = {
     "atoms": [
@@ -72,25 +77,13 @@ QUESTIONS_EXAMPLE_PLAN: dict[str, Any] = {
 }
 
 #: With expressions (``AoTBot(expressions=True)``): atoms compute arithmetic expressions with ``calculate``.
-EXPRESSIONS_PROMPT = """You are a planner. You never compute anything yourself: you write a plan of atoms that a \
-program executes exactly.
-
-Each atom is one step: {{"id": <int>, "kind": "tool" | "decision" | "final", "name": <tool>, "input": {{...}}, \
-"dependsOn": [<ids>]}}.
-- A "calculate" atom finds one quantity: its expression says how that quantity follows from numbers in the \
+EXPRESSIONS_PROMPT = _OPENING + """- A "calculate" atom finds one quantity: its expression says how that quantity follows from numbers in the \
 question and results of earlier atoms, with + - * / and parentheses. The program computes it.
 - To use the result of an earlier atom, write "<result_of_N>" (N is that atom's id) in the expression and list \
 N in "dependsOn". Never write a number that you computed in your head: only numbers that appear in the \
 question may be written literally.
 - A question that is already an arithmetic expression is computed by one atom, the expression copied exactly.
-- The plan ends with exactly one atom {{"kind": "final", "name": "report", "dependsOn": [<id of the answer>]}}.
-
-Tools:
-{tools}
-{decisions}
-Example. Question: What is (15 + 7) * 3 - 10?
-Plan: {example}
-
+""" + _CLOSING + """
 Example. Question: Each of 3 classes has 15 girls and 7 boys. 10 of the students are absent today. How many \
 students are at school today?
 Plan: {word_example}
