@@ -1,4 +1,4 @@
-"""The calculator's expression reader (TLS-EXPR-*): arithmetic computed exactly, without ``eval``; anything
+"""The calculator's expression reader (TOOL-EXPR-*): arithmetic computed exactly, without ``eval``; anything
 else refused with a typed error that names what and where; bounded in time and memory."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from llamabot.tools.tool import as_tool
         ("+".join(["1"] * 499), 499),  # a long sum nests 498 deep: no recursion limit is reached
     ],
 )
-def test_tls_expr_010_arithmetic_is_computed_exactly(text, value):
+def test_tool_expr_010_arithmetic_is_computed_exactly(text, value):
     result = calculate_expression(text)
     assert result == value and type(result) is type(value)
 
@@ -54,7 +54,7 @@ def test_tls_expr_010_arithmetic_is_computed_exactly(text, value):
         ("(-8) ** 0.5", "not a real number"),
     ],
 )
-def test_tls_expr_020_anything_else_is_refused_naming_what_and_where(text, names):
+def test_tool_expr_020_anything_else_is_refused_naming_what_and_where(text, names):
     with pytest.raises(ExpressionError) as caught:
         calculate_expression(text)
     assert names in str(caught.value)
@@ -72,7 +72,7 @@ def test_tls_expr_020_anything_else_is_refused_naming_what_and_where(text, names
         "1" * (MAX_LENGTH + 1),
     ],
 )
-def test_tls_expr_030_no_input_runs_long_or_exhausts_memory(text):
+def test_tool_expr_030_no_input_runs_long_or_exhausts_memory(text):
     started = time.perf_counter()
     try:
         value = calculate_expression(text)
@@ -83,7 +83,7 @@ def test_tls_expr_030_no_input_runs_long_or_exhausts_memory(text):
     assert time.perf_counter() - started < 1.0
 
 
-def test_tls_expr_040_the_calculate_tool_and_a_bounded_power_tool():
+def test_tool_expr_040_the_calculate_tool_and_a_bounded_power_tool():
     tool = as_tool(calculate)
     assert EXPRESSION_TOOLS == (calculate,)
     assert tool.json_schema["function"]["parameters"]["required"] == ["expression"]
