@@ -79,7 +79,6 @@ QUESTIONS_EXAMPLE_PLAN: dict[str, Any] = {
 #: With expressions (``AoTBot(expressions=True)``): atoms compute arithmetic expressions with ``calculate``.
 EXPRESSIONS_PROMPT = _OPENING + """- A "calculate" atom finds one quantity: its expression says how that quantity follows from numbers in the \
 question and results of earlier atoms, with + - * / and parentheses. The program computes it.
-- The last calculate atom computes exactly what the question asks for, not a quantity found on the way.
 - To use the result of an earlier atom, write "<result_of_N>" (N is that atom's id) in the expression and list \
 N in "dependsOn". Never write a number that you computed in your head: only numbers that appear in the \
 question may be written literally.
