@@ -213,6 +213,8 @@ BASELINE_SETTINGS: dict[str, dict[str, Any]] = {"direct": {"max_tokens": 32}, "c
 def method_settings(methods: tuple[str, ...], aot_options: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """The settings each method runs with: AoT's bot options (``samples``, ``temperature``, re-plans...) with the
     bot's defaults filled in, the baselines' completion settings. Raises ``ValueError`` for an unknown method."""
+    from llamabot.reasoning.aot.prompts import resolve_expressions
+
     unknown = sorted(set(methods) - {"aot", *BASELINE_SETTINGS})
     if unknown:
         raise ValueError(f"unknown methods {unknown}; use aot, direct, cot")
@@ -222,8 +224,6 @@ def method_settings(methods: tuple[str, ...], aot_options: dict[str, Any] | None
             options = {"max_replans": 2, "max_execution_replans": 1, "samples": 1, "subquestions": False,
                        **{k: v for k, v in (aot_options or {}).items() if v is not None}}
             # the calculator tools are the bot's defaults: expressions unless sub-questions (AoTBot's own rule)
-            from llamabot.reasoning.aot.prompts import resolve_expressions
-
             options["expressions"] = resolve_expressions(options.get("expressions"), None, options["subquestions"])
             settings[method] = options
         else:
