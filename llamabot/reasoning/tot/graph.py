@@ -36,7 +36,8 @@ class ToTBot(GraphBot):
     override its system prompts. ``goal_test(problem, path) -> bool``: an optional trusted check that ends the
     search with ``success``. ``check_steps`` (default on): proposals that break the problem's rules
     (``prompts.step_rules``: for the Game of 24, wrong arithmetic or a number that is not left) are dropped
-    before they are scored; the prompts' rules never look ahead or solve. ``json_output``: ask for JSON by ``response_format`` (enforced by grammar on the
+    before they are scored; the prompts' rules never look ahead or solve. ``json_output``: ask for JSON by
+    ``response_format`` (enforced by grammar on the
     embedded model). ``stream_target`` receives streamed text (each piece also reaches the machine as
     ``llm_partial``); ``on_step`` receives the machine after every update. Other keywords (``temperature``,
     ``max_tokens``...) pass through to the model.

@@ -154,7 +154,8 @@ class ExpandNode(DualNode):
         return msg
 
     def post(self, shared: dict[str, Any], msg: Message, _: Message) -> str | None:
-        machine, directives = update(shared["machine"], msg, Env(now_ms=self.clock(), goal_test=self.goal_test, step_check=self.step_check))
+        machine, directives = update(shared["machine"], msg, Env(now_ms=self.clock(), goal_test=self.goal_test,
+                                                                     step_check=self.step_check))
         shared["machine"], shared["message"] = machine, None
         refused = [d for d in directives if isinstance(d, RequestError)]
         if refused:

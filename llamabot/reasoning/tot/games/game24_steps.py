@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from llamabot.reasoning.tot.games.game24 import check_game24, parse_puzzle
+from llamabot.reasoning.tot.games.game24 import _APPLY, check_game24, parse_puzzle
 
 # A number is a whole run of digits: (?![0-9]) stops a number from giving digits back, and the step only starts
 # where a number starts ((?<![0-9.]) for ``a``), so a long run of digits is read once, not once per position
@@ -74,9 +74,6 @@ def numbers_left(puzzle: str, steps: Sequence[str]) -> tuple[Fraction, ...] | No
     return tuple(pool)
 
 
-_ARITHMETIC = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b}
-
-
 def step_violation(puzzle: str, path: Sequence[str], text: str) -> str | None:
     """The rule of the game that step ``text``, taken after ``path``, breaks, or ``None``: it must read as
     ``a op b = c``, take two numbers that are left, and ``c`` must be exactly ``a op b``. Rules only: whether the
@@ -93,7 +90,7 @@ def step_violation(puzzle: str, path: Sequence[str], text: str) -> str | None:
     a, op, b = format_number(step.a), step.op, format_number(step.b)
     if op == "/" and step.b == 0:
         return f"{text}: division by zero"
-    value = _ARITHMETIC[op](step.a, step.b)
+    value = _APPLY[op](step.a, step.b)
     if value != step.result:
         return f"{text}: {a} {op} {b} is {format_number(value)}, not {format_number(step.result)}"
     return None
