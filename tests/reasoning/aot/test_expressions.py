@@ -17,6 +17,7 @@ from llamabot.reasoning.aot.evaluate import (
     method_settings,
     rounded_places,
 )
+from tests.reasoning.aot.cli_helpers import run_aot_cli
 
 PLAN = {
     "atoms": [
@@ -110,15 +111,7 @@ def test_aot_expr_030_eval_reports_record_the_option_and_the_prompt_it_sent():
 
 
 def test_aot_expr_030_the_cli_flag_reaches_the_planner():
-    from typer.testing import CliRunner
-
-    from llamabot.cli import app
-    from llamabot.models.scripted_provider import register_scripted_provider
-
-    model = ScriptedModel([json_reply(PLAN)], name="aot-expr")
-    name = register_scripted_provider(model, prefix="scripted-aot-expr")
-    result = CliRunner().invoke(app, ["aot", "q", "--model", name, "--expressions"], env={"COLUMNS": "200"})
-    assert result.exit_code == 0, result.output
+    result, model = run_aot_cli(PLAN, "--expressions", name="aot-expr")
     assert "answer: 6" in result.output
     assert "calculate(expression" in model.requests[0].messages[0]["content"]
 

@@ -16,6 +16,7 @@ from llamabot.reasoning.aot.prompts import planner_prompt
 from llamabot.reasoning.aot.schema import plan_schema
 from llamabot.toolkits.calculator import CALCULATOR_TOOLS
 from llamabot.tools.tool import as_tool
+from tests.reasoning.aot.cli_helpers import run_aot_cli
 
 TOOLS = {t.name: t for t in map(as_tool, CALCULATOR_TOOLS)}
 PLAN = {
@@ -88,14 +89,6 @@ def test_aot_sq_030_eval_reports_record_the_option_and_the_prompt_it_sent():
 
 
 def test_aot_sq_010_the_cli_flag_reaches_the_planner():
-    from typer.testing import CliRunner
-
-    from llamabot.cli import app
-    from llamabot.models.scripted_provider import register_scripted_provider
-
-    model = ScriptedModel([json_reply(PLAN)], name="aot-sq")
-    name = register_scripted_provider(model, prefix="scripted-aot-sq")
-    result = CliRunner().invoke(app, ["aot", "q", "--model", name, "--subquestions"], env={"COLUMNS": "200"})
-    assert result.exit_code == 0, result.output
+    result, model = run_aot_cli(PLAN, "--subquestions", name="aot-sq")
     assert "answer: 2" in result.output
     assert "sub-question" in model.requests[0].messages[0]["content"]
