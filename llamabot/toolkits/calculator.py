@@ -15,7 +15,7 @@ from typing import Annotated
 from pydantic import PlainValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
-from llamabot.toolkits.expression import bounded_power, calculate_expression
+from llamabot.toolkits.expression import bounded_power, calculate_expression, divide_numbers
 from llamabot.tools.tool import tool
 
 
@@ -85,9 +85,7 @@ def divide(a: Number, b: Number) -> Number:
     """
     if b == 0:
         raise ZeroDivisionError("cannot divide by zero")
-    if isinstance(a, int) and isinstance(b, int) and a % b == 0:
-        return a // b  # exact integer quotient: 12 / 4 is 3, as a person writes it
-    return a / b
+    return divide_numbers(a, b)
 
 
 @tool(blocking=False)  # pure arithmetic: returns at once, no worker thread needed in async runs

@@ -35,7 +35,8 @@ class ExpressionError(LlamabotError, ValueError):
     zero, a power too large). The message names what was wrong and where (column, 1-based)."""
 
 
-def _divide(a: Number, b: Number) -> Number:
+def divide_numbers(a: Number, b: Number) -> Number:
+    """``a / b`` as people write it: ints that divide evenly give an int (``12 / 4`` is 3), else the quotient."""
     if type(a) is int and type(b) is int and a % b == 0:
         return a // b
     return a / b
@@ -56,7 +57,7 @@ _BINARY: dict[type[ast.operator], tuple[str, Callable[[Number, Number], Number]]
     ast.Add: ("+", operator.add),
     ast.Sub: ("-", operator.sub),
     ast.Mult: ("*", operator.mul),
-    ast.Div: ("/", _divide),
+    ast.Div: ("/", divide_numbers),
     ast.FloorDiv: ("//", operator.floordiv),
     ast.Mod: ("%", operator.mod),
     ast.Pow: ("**", bounded_power),
