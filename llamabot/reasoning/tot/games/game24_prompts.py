@@ -13,8 +13,10 @@ from dataclasses import dataclass
 
 from llamabot.reasoning.tot.games.game24_steps import (
     expression_from_steps,
+    format_number,
     format_numbers,
     numbers_left,
+    parse_step,
     step_violation,
 )
 from llamabot.reasoning.tot.messages import EvaluateThoughts, GenerateThoughts
@@ -23,8 +25,15 @@ from llamabot.reasoning.tot.prompts import ToTPrompts
 GAME24_SYSTEM = """You are an expert at the Game of 24: combine the given numbers with + - * / to make exactly 24, \
 using each number exactly once.
 We solve it in steps. A step takes two of the numbers left, combines them with one operation, and replaces them \
-by the result. Write a step as "a op b = c".
-Example for the numbers 4 4 6 8:
+by the result. Write a step as "a op b = c (left: ...)".
+Possible next steps for the numbers 4 4 6 8 (each one starts from these same four numbers):
+4 + 8 = 12 (left: 4 6 12)
+6 - 4 = 2 (left: 2 4 8)
+8 / 4 = 2 (left: 2 4 6)
+4 * 6 = 24 (left: 4 8 24)
+8 - 6 = 2 (left: 2 4 4)
+6 + 8 = 14 (left: 4 4 14)
+A solution for 4 4 6 8, one step after another:
 4 + 8 = 12 (left: 4 6 12)
 6 - 4 = 2 (left: 2 12)
 2 * 12 = 24 (left: 24)
@@ -77,10 +86,23 @@ def baseline_user(puzzle: str) -> str:
     return f"Input: {puzzle}"
 
 
+def shown_step(text: str) -> str:
+    """A step as the prompts show it: ``a op b = c`` as the game reads it, without the model's own notes (a
+    ``(left: ...)`` it wrote may be wrong; the game shows the numbers left itself). Unreadable text as it is."""
+    step = parse_step(text)
+    if step is None:
+        return text
+    return f"{format_number(step.a)} {step.op} {format_number(step.b)} = {format_number(step.result)}"
+
+
 def _state(problem: str, path: tuple[str, ...]) -> tuple[list[str], str | None]:
     lines = [f"Numbers: {problem}"]
     if path:
-        lines += ["Steps so far:", *path]
+        lines.append("Steps so far:")
+        for depth in range(1, len(path) + 1):
+            left = numbers_left(problem, path[:depth])
+            shown = f" (left: {format_numbers(left)})" if left is not None else ""
+            lines.append(f"{shown_step(path[depth - 1])}{shown}")
     left = numbers_left(problem, path)
     return lines, format_numbers(left) if left is not None else None
 
@@ -103,10 +125,11 @@ class Game24Prompts(ToTPrompts):
             lines.append(f"Numbers left: {left}")
         last = left is not None and len(left.split()) == 2
         lines.append(
-            f"Propose {directive.count} different next steps. Each step combines two of the numbers left "
-            f"({left or '?'}) with + - * / and gives the exact result. "
-            + ("These are the last two numbers: make 24 with them if you can. " if last else "")
-            + 'JSON: {"thoughts": ["a op b = c", ...]}'
+            f"Propose {directive.count} different possible next steps. Each one starts from the numbers left "
+            f"({left or '?'}): it combines two of them with + - * / and gives the exact result and the numbers it "
+            "leaves. The steps are alternatives: none continues from another. "
+            + ("These are the last two numbers: try every operation on them. " if last else "")
+            + 'JSON: {"thoughts": ["a op b = c (left: ...)", ...]}'
         )
         return "\n".join(lines)
 
@@ -121,7 +144,7 @@ class Game24Prompts(ToTPrompts):
                 after = f"left: {format_numbers(left)} (the last number, {'it is 24' if left[0] == 24 else 'not 24'})"
             else:
                 after = f"left: {format_numbers(left)}"
-            lines.append(f"{thought.id}: {thought.content} -> {after}")
+            lines.append(f"{thought.id}: {shown_step(thought.content)} -> {after}")
         ids = ", ".join(f'"{t.id}": <score>' for t in directive.thoughts)
         lines.append(
             "Score each candidate from 0 to 1: 1 if its numbers left surely make 24 (or are exactly 24), "
