@@ -45,9 +45,7 @@ class CoTResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "ranking": list(self.ranking.indices),
-            "ranking_source": self.ranking.source,
-            "parsed": list(self.ranking.parsed),
+            **self.ranking.record(),
             "output": self.output,
             "errors": self.errors,
             "phases": {name: s.to_dict() for name, s in self.stats.items()},

@@ -93,24 +93,18 @@ def compact_schema(items: Sequence[Any], examples: int = 2) -> str:
 
 def _inline(value: dict[str, Any]) -> str:
     """``k=v, sub(k=v, ...)``: a dict's scalars on one line, nested dicts in parentheses, lists left out."""
-    parts = []
-    for key, child in value.items():
-        if isinstance(child, dict):
-            parts.append(f"{key}({_inline(child)})")
-        elif not isinstance(child, list):
-            parts.append(f"{key}={child}")
-    return ", ".join(parts)
+    return ", ".join(f"{key}({text})" if nested else f"{key}={text}" for key, text, nested in _shown(value))
 
 
 def _scalar_lines(item: dict[str, Any]) -> list[str]:
     """``key: value`` for top-level scalars, ``key: k=v, ...`` for top-level dicts; lists are left out."""
-    lines = []
-    for key, child in item.items():
-        if isinstance(child, dict):
-            lines.append(f"{key}: {_inline(child)}")
-        elif not isinstance(child, list):
-            lines.append(f"{key}: {child}")
-    return lines
+    return [f"{key}: {text}" for key, text, _ in _shown(item)]
+
+
+def _shown(value: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """``(key, text, nested)`` for each entry that is not a list: a nested dict as :func:`_inline` text."""
+    return [(key, _inline(child), True) if isinstance(child, dict) else (key, str(child), False)
+            for key, child in value.items() if not isinstance(child, list)]
 
 
 def _list_texts(item: dict[str, Any]) -> list[str]:

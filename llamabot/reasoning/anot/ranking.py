@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 RankingSource = Literal["list", "integers", "scores", "order"]
 #: How ANoT ranks: by the strategy's logic over the condition steps (default), or by the final step's output.
@@ -47,6 +47,10 @@ class Ranking:
 
     def top(self, k: int) -> tuple[int, ...]:
         return self.indices[:k]
+
+    def record(self) -> dict[str, Any]:
+        """The ranking's fields of a JSON-ready run record: ``ranking``, ``ranking_source``, ``parsed``."""
+        return {"ranking": list(self.indices), "ranking_source": self.source, "parsed": list(self.parsed)}
 
 
 def _valid(numbers: list[str], n_items: int) -> list[int]:

@@ -106,9 +106,7 @@ class ANoTResult:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record of the run (without the trace)."""
         return {
-            "ranking": list(self.ranking.indices),
-            "ranking_source": self.ranking.source,
-            "parsed": list(self.ranking.parsed),
+            **self.ranking.record(),
             "score_ranking": list(self.score_ranking.indices),
             "final_ranking": list(self.final_ranking.indices),
             "final_ranking_source": self.final_ranking.source,

@@ -72,10 +72,7 @@ def lwt_insert(idx: int, step: str, _globals_dict: dict[str, Any] | None = None)
         idx: Position from 1.
         step: One step: (id)=LLM("prompt").
     """
-    context = _context(_globals_dict)
-    result = context.script.insert(idx, step)
-    context.note(f"lwt_insert({idx}, {step!r})", result)
-    return result
+    return _edit("insert", idx, step, _globals_dict)
 
 
 @tool(blocking=False)
@@ -86,9 +83,14 @@ def lwt_set(idx: int, step: str, _globals_dict: dict[str, Any] | None = None) ->
         idx: Position from 1.
         step: One step: (id)=LLM("prompt").
     """
-    context = _context(_globals_dict)
-    result = context.script.set(idx, step)
-    context.note(f"lwt_set({idx}, {step!r})", result)
+    return _edit("set", idx, step, _globals_dict)
+
+
+def _edit(how: str, idx: int, step: str, globals_dict: dict[str, Any] | None) -> str:
+    """``lwt_insert`` / ``lwt_set``: change the script, note the call in the run's log."""
+    context = _context(globals_dict)
+    result = context.script.insert(idx, step) if how == "insert" else context.script.set(idx, step)
+    context.note(f"lwt_{how}({idx}, {step!r})", result)
     return result
 
 

@@ -38,7 +38,7 @@ from llamabot.errors import DependencyCycleError, LlamabotError, ToolArgumentsEr
 from llamabot.graph.layers import topological_layers
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.observe.tracing import Span, span
-from llamabot.reasoning.aot.plan import Atom, Plan, references, resolve
+from llamabot.reasoning.aot.plan import Atom, Plan, json_text, references, resolve
 from llamabot.tools.call import ToolOutcome, tool_call
 from llamabot.tools.retry import Retry
 from llamabot.tools.tool import Tool
@@ -110,10 +110,7 @@ class ExecutionRecord:
         }
 
     def to_json(self, path: str | Path | None = None) -> str:
-        text = json.dumps(self.to_dict(), indent=2)
-        if path is not None:
-            Path(path).write_text(text)
-        return text
+        return json_text(self.to_dict(), path)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ExecutionRecord:

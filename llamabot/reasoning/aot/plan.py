@@ -26,6 +26,14 @@ MAX_REFERENCE_DIGITS = 18
 QUESTION_MAX_LENGTH = 200
 
 
+
+def json_text(data: dict[str, Any], path: str | Path | None = None) -> str:
+    """``data`` as indented JSON text, also written to ``path`` when one is given (plans and their records)."""
+    text = json.dumps(data, indent=2)
+    if path is not None:
+        Path(path).write_text(text)
+    return text
+
 class Atom(BaseModel):
     """One step of a plan. ``retries`` overrides the plan's retry policy for this atom."""
 
@@ -63,10 +71,7 @@ class Plan(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True)
 
     def to_json(self, path: str | Path | None = None) -> str:
-        text = json.dumps(self.to_dict(), indent=2)
-        if path is not None:
-            Path(path).write_text(text)
-        return text
+        return json_text(self.to_dict(), path)
 
     @classmethod
     def load(cls, source: str | Path | dict[str, Any]) -> Plan:
