@@ -141,6 +141,23 @@ def test_tot_g24_080_the_game_prompts_show_the_numbers_left_and_compose_the_answ
     assert prompts.answer("4 9 10 13", ("13 - 9 = 4", "10 - 4 = 6", "4 * 6 = 24")) == "(13 - 9) * (10 - 4)"
 
 
+def test_tot_g24_085_proposals_are_alternatives_and_steps_are_shown_as_the_game_reads_them():
+    prompts = Game24Prompts()
+    # The model's own "(left: ...)" notes are wrong here; the prompts show the numbers the game computed.
+    path = ("13 - 9 = 4 (left: 4 13)", "10 - 4 = 6 (left: 6)")
+    generate = prompts.generation_user(GenerateThoughts("c", "n2", "4 9 10 13", path, 5))
+    assert "13 - 9 = 4 (left: 4 10 4)" in generate and "10 - 4 = 6 (left: 4 6)" in generate
+    assert "(left: 4 13)" not in generate and "(left: 6)\n" not in generate
+    assert "Propose 5 different possible next steps" in generate and "alternatives" in generate
+    assert "Numbers left: 4 6" in generate
+    evaluate = prompts.evaluation_user(EvaluateThoughts(
+        "c", "n2", "4 9 10 13", path[:1], (ThoughtEntry("t1", "10 - 4 = 6 (left: 99)"), ThoughtEntry("t2", "nonsense"))))
+    assert "t1: 10 - 4 = 6 -> left: 4 6" in evaluate and "(left: 99)" not in evaluate
+    assert "t2: nonsense -> not a valid step" in evaluate  # unreadable text is shown as it is
+    # The system prompt's example of alternatives: every step starts from the same four numbers.
+    assert "Possible next steps for the numbers 4 4 6 8" in prompts.generation_prompt
+
+
 def test_tot_g24_090_check_game24_is_importable_from_the_package_without_litellm():
     code = (
         "import sys\nfrom llamabot.reasoning.tot import check_game24\n"
