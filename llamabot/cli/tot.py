@@ -26,6 +26,8 @@ BEAM_OPTION = typer.Option(None, "--beam", help="Cap on the best-first frontier 
 BRANCHING_OPTION = typer.Option(3, "--branching", "-b", help="Thoughts asked for per expansion.")
 DEPTH_OPTION = typer.Option(3, "--depth", "-d", help="Maximum depth of the tree (the game needs 3 steps).")
 VERIFY_OPTION = typer.Option(False, "--verify", help="Game of 24: stop at the first path the checker accepts.")
+TRIES_OPTION = typer.Option(False, "--tries/--no-tries",
+                            help="Game of 24: the evaluator writes the expression it tries before each score.")
 MAX_TOKENS_OPTION = typer.Option(256, "--max-tokens", help="Upper bound on each reply's length in tokens.")
 MAX_CALLS_OPTION = typer.Option(None, "--max-calls", min=2, help="Model-call budget (generate, evaluate, repair).")
 
@@ -79,6 +81,7 @@ def tot_command(
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Wall-time budget (off by default)."),  # noqa: UP045
     max_calls: Optional[int] = MAX_CALLS_OPTION,  # noqa: UP045
     verify: bool = VERIFY_OPTION,
+    tries: bool = TRIES_OPTION,
     stream: bool = typer.Option(True, help="Show the model's text as it is generated."),
     mermaid: bool = typer.Option(False, "--mermaid", help="Also print the explored tree as mermaid."),
     max_tokens: int = MAX_TOKENS_OPTION,
@@ -121,7 +124,7 @@ def tot_command(
 
     try:
         bot = ToTBot(
-            model, prompts=Game24Prompts() if is_game else ToTPrompts(),
+            model, prompts=Game24Prompts(tries=tries) if is_game else ToTPrompts(),
             goal_test=is_solution_path if (is_game and verify) else None,
             stream_target=on_piece if stream else None, on_step=on_step, max_tokens=max_tokens, **options,
         )
@@ -170,6 +173,7 @@ def eval_tot_command(
     ),
     max_calls: Optional[int] = typer.Option(12, "--max-calls", min=2, help="Model-call budget of each ToT search."),  # noqa: UP045
     verify: bool = VERIFY_OPTION,
+    tries: bool = TRIES_OPTION,
     max_tokens: int = MAX_TOKENS_OPTION,
 ) -> None:
     """Evaluate ToT against IO and CoT baselines on the same model: success rate, nodes, tokens, time."""
@@ -204,7 +208,7 @@ def eval_tot_command(
 
     try:
         with progress:
-            report = evaluate_game24(puzzles, model, methods=chosen, tot_options=options, verify=verify,
+            report = evaluate_game24(puzzles, model, methods=chosen, tot_options=options, verify=verify, tries=tries,
                                      dataset=str(path), on_attempt=on_attempt, max_tokens=max_tokens)
     except (LlamabotError, ValueError) as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}")

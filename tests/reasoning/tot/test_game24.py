@@ -158,6 +158,25 @@ def test_tot_g24_085_proposals_are_alternatives_and_steps_are_shown_as_the_game_
     assert "Possible next steps for the numbers 4 4 6 8" in prompts.generation_prompt
 
 
+def test_tot_g24_086_with_tries_the_evaluator_writes_what_it_tries_before_each_score():
+    from llamabot.reasoning.tot.messages import CallLLMStream
+    from llamabot.reasoning.tot.parsing import parse_scores
+
+    directive = EvaluateThoughts("c", "n2", "4 9 10 13", ("13 - 9 = 4",),
+                                 (ThoughtEntry("t1", "10 - 4 = 6"), ThoughtEntry("t2", "4 + 4 = 8")))
+    plain, tries = Game24Prompts(), Game24Prompts(tries=True)
+    assert "first try to make 24" in tries.evaluation_user(directive)
+    assert "first try" not in plain.evaluation_user(directive)
+    schema = tries.response_format(directive)["json_schema"]["schema"]["properties"]["scores"]
+    assert schema["required"] == ["t1", "t2"]
+    assert list(schema["properties"]["t1"]["properties"]) == ["try", "score"]  # the try comes before the score
+    assert plain.response_format(directive)["json_schema"]["name"] == "tot_scores"  # off: bare scores, as before
+    assert '"try"' in tries.repair_user(CallLLMStream("c", "evaluation", directive, "x", "not JSON"))
+    reply = '{"scores": {"t1": {"try": "4 * 6 = 24", "score": 1}, "t2": {"try": "8 + 10 = 18", "score": 0}}}'
+    assert parse_scores(reply, directive.thoughts) == ({"t1": 1.0, "t2": 0.0}, "json")
+    assert tries.prompt_texts() != plain.prompt_texts()  # a report's prompt version tells the two apart
+
+
 def test_tot_g24_090_check_game24_is_importable_from_the_package_without_litellm():
     code = (
         "import sys\nfrom llamabot.reasoning.tot import check_game24\n"

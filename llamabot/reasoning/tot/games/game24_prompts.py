@@ -9,7 +9,9 @@ scores them. IO and CoT are the paper's few-shot baselines.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from llamabot.reasoning.tot.games.game24_steps import (
     expression_from_steps,
@@ -19,7 +21,13 @@ from llamabot.reasoning.tot.games.game24_steps import (
     parse_step,
     step_violation,
 )
-from llamabot.reasoning.tot.messages import EvaluateThoughts, GenerateThoughts
+from llamabot.reasoning.tot.messages import (
+    CallLLMStream,
+    EvaluateThoughts,
+    GenerateThoughts,
+    ModelDirective,
+    ThoughtEntry,
+)
 from llamabot.reasoning.tot.prompts import ToTPrompts
 
 GAME24_SYSTEM = """You are an expert at the Game of 24: combine the given numbers with + - * / to make exactly 24, \
@@ -81,6 +89,21 @@ Answer: 4 * (9 - (13 - 10)) = 24
 Write the steps, then one line: Answer: <expression> = 24"""
 
 
+def tries_schema(ids: list[str]) -> dict[str, Any]:
+    """JSON schema of an evaluation reply with tries: ``{"scores": {<id>: {"try": str, "score": number}}}`` (the
+    try first, so the score follows it; a try is at most :data:`TRY_CHARS` characters)."""
+    entry = {"type": "object", "properties": {"try": {"type": "string", "maxLength": TRY_CHARS},
+                                              "score": {"type": "number"}},
+             "required": ["try", "score"], "additionalProperties": False}
+    return {"type": "object", "required": ["scores"], "additionalProperties": False,
+            "properties": {"scores": {"type": "object", "properties": {i: entry for i in ids}, "required": list(ids),
+                                      "additionalProperties": False}}}
+
+
+#: The longest try an evaluation reply may write per candidate (``(12 - 6) * 4 = 24`` is 18).
+TRY_CHARS = 48
+
+
 def baseline_user(puzzle: str) -> str:
     """The user turn of the IO and CoT baselines."""
     return f"Input: {puzzle}"
@@ -112,10 +135,14 @@ class Game24Prompts(ToTPrompts):
     """ToT prompts for the Game of 24; ``answer`` composes the expression a solution path builds.
 
     Use them with ``min_depth = max_depth = 3`` (for four numbers): only a full path of steps is an answer.
+    ``tries``: the evaluator writes, for each candidate, the expression it tries on the numbers left before it
+    scores it (``{"scores": {"t1": {"try": "(12 - 6) * 4 = 24", "score": 1}}}``), as the system prompt's scoring
+    examples do; off: a bare score per candidate.
     """
 
     generation_prompt: str = GAME24_SYSTEM
     evaluation_prompt: str = GAME24_SYSTEM
+    tries: bool = False
 
     def generation_user(self, directive: GenerateThoughts) -> str:
         lines, left = _state(directive.problem, directive.path)
@@ -145,13 +172,31 @@ class Game24Prompts(ToTPrompts):
             else:
                 after = f"left: {format_numbers(left)}"
             lines.append(f"{thought.id}: {shown_step(thought.content)} -> {after}")
-        ids = ", ".join(f'"{t.id}": <score>' for t in directive.thoughts)
         lines.append(
-            "Score each candidate from 0 to 1: 1 if its numbers left surely make 24 (or are exactly 24), "
+            ("For each candidate, first try to make 24 from the numbers it leaves (write the expression you try), "
+             "then score it" if self.tries else "Score each candidate")
+            + " from 0 to 1: 1 if its numbers left surely make 24 (or are exactly 24), "
             "0.5 if maybe, 0 if they cannot or the step's arithmetic is wrong. "
-            f'JSON: {{"scores": {{{ids}}}}}'
+            f"JSON: {self._scores_shape(directive.thoughts)}"
         )
         return "\n".join(lines)
+
+    def _scores_shape(self, thoughts: Sequence[ThoughtEntry]) -> str:
+        each = '{"try": "<expression> = <value>", "score": <score>}' if self.tries else "<score>"
+        return '{"scores": {' + ", ".join(f'"{t.id}": {each}' for t in thoughts) + "}}"
+
+    def repair_user(self, directive: CallLLMStream) -> str:
+        if not self.tries or not isinstance(directive.request, EvaluateThoughts):
+            return super().repair_user(directive)
+        return (f"Your reply could not be read: {directive.error}. Reply again with only this JSON: "
+                f"{self._scores_shape(directive.request.thoughts)}")
+
+    def response_format(self, directive: ModelDirective) -> dict[str, Any]:
+        request = directive.request if isinstance(directive, CallLLMStream) else directive
+        if not self.tries or not isinstance(request, EvaluateThoughts):
+            return super().response_format(directive)
+        return {"type": "json_schema", "json_schema": {"name": "tot_scores_with_tries",
+                                                        "schema": tries_schema([t.id for t in request.thoughts])}}
 
     def step_rules(self, problem: str, path: tuple[str, ...], thought: str) -> str | None:
         """Wrong arithmetic, a number that is not left, or no ``a op b = c`` at all (see
