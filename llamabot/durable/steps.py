@@ -74,6 +74,11 @@ class DurableSteps:
             if type(decided[1]) is not ToolAttempt:
                 return decided[1]
             request = decided[1]
+        if type(request) is ToolAttempt and not request.tool.is_async and request.tool.afunc is None:
+            # A sync tool: DBOS runs a sync step in one worker thread (check the record, call the tool, write the
+            # result), where an async step would hop to a thread for each of the three.
+            return await DBOS.run_step_async({"name": step_name(request, model)}, _run_plainly, request, model,
+                                             on_token)
         return await DBOS.run_step_async({"name": step_name(request, model)}, _arun_plainly, request, model, on_token)
 
     # -- approvals ------------------------------------------------------------------------------------------
