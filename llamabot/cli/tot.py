@@ -26,6 +26,8 @@ BEAM_OPTION = typer.Option(None, "--beam", help="Cap on the best-first frontier 
 BRANCHING_OPTION = typer.Option(3, "--branching", "-b", help="Thoughts asked for per expansion.")
 DEPTH_OPTION = typer.Option(3, "--depth", "-d", help="Maximum depth of the tree (the game needs 3 steps).")
 VERIFY_OPTION = typer.Option(False, "--verify", help="Game of 24: stop at the first path the checker accepts.")
+DEEPER_OPTION = typer.Option(False, "--prefer-deeper/--no-prefer-deeper",
+                             help="Best-first: among equal scores, expand the deeper node first.")
 TRIES_OPTION = typer.Option(False, "--tries/--no-tries",
                             help="Game of 24: the evaluator writes the expression it tries before each score.")
 MAX_TOKENS_OPTION = typer.Option(256, "--max-tokens", help="Upper bound on each reply's length in tokens.")
@@ -82,6 +84,7 @@ def tot_command(
     max_calls: Optional[int] = MAX_CALLS_OPTION,  # noqa: UP045
     verify: bool = VERIFY_OPTION,
     tries: bool = TRIES_OPTION,
+    prefer_deeper: bool = DEEPER_OPTION,
     stream: bool = typer.Option(True, help="Show the model's text as it is generated."),
     mermaid: bool = typer.Option(False, "--mermaid", help="Also print the explored tree as mermaid."),
     max_tokens: int = MAX_TOKENS_OPTION,
@@ -109,6 +112,7 @@ def tot_command(
         "branching_factor": branching, "max_depth": depth, "traversal_strategy": strategy, "beam_width": beam,
         "max_nodes": max_nodes, "max_duration_ms": max_seconds * 1000 if max_seconds else None,
         "max_model_calls": max_calls, "min_depth": depth if is_game else min(2, depth),
+        "prefer_deeper": prefer_deeper,
     }
     live = Live(console=console, refresh_per_second=8)
     state: dict[str, Any] = {"machine": None, "streamed": []}
@@ -163,17 +167,18 @@ def eval_tot_command(
     model: Optional[str] = MODEL_OPTION,  # noqa: UP045
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the JSON report here."),  # noqa: UP045
     methods: str = typer.Option("io,cot,tot", "--methods", help="Comma-separated: io, cot, tot."),
-    branching: int = BRANCHING_OPTION,
+    branching: int = typer.Option(5, "--branching", "-b", help="Thoughts asked for per expansion."),
     depth: int = DEPTH_OPTION,
     strategy: str = STRATEGY_OPTION,
     beam: Optional[int] = BEAM_OPTION,  # noqa: UP045
-    max_nodes: int = typer.Option(16, "--max-nodes", help="Hard cap on each tree's nodes."),
+    max_nodes: int = typer.Option(30, "--max-nodes", help="Hard cap on each tree's nodes."),
     max_seconds: Optional[float] = typer.Option(  # noqa: UP045
         None, "--max-seconds", help="Wall-time budget of each ToT search (off by default: it depends on the machine)."
     ),
     max_calls: Optional[int] = typer.Option(12, "--max-calls", min=2, help="Model-call budget of each ToT search."),  # noqa: UP045
     verify: bool = VERIFY_OPTION,
     tries: bool = TRIES_OPTION,
+    prefer_deeper: bool = DEEPER_OPTION,
     max_tokens: int = MAX_TOKENS_OPTION,
 ) -> None:
     """Evaluate ToT against IO and CoT baselines on the same model: success rate, nodes, tokens, time."""
@@ -194,7 +199,7 @@ def eval_tot_command(
         raise typer.Exit(2) from exc
     options = {"branching_factor": branching, "max_depth": depth, "min_depth": depth, "traversal_strategy": strategy,
                "beam_width": beam, "max_nodes": max_nodes, "max_model_calls": max_calls,
-               "max_duration_ms": max_seconds * 1000 if max_seconds else None}
+               "max_duration_ms": max_seconds * 1000 if max_seconds else None, "prefer_deeper": prefer_deeper}
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console)
     task = progress.add_task("evaluating", total=len(puzzles) * len(chosen))

@@ -333,7 +333,11 @@ def _grow_frontier(m: ToTMachine, new: list[str]) -> tuple[str, ...]:
         return (*m.frontier, *new)
     if strategy is Traversal.DFS:
         return (*new, *m.frontier)
-    ranked = sorted((*m.frontier, *new), key=lambda node_id: -(m.nodes[node_id].score or 0.0))  # stable
+    nodes = m.nodes
+    if m.options.prefer_deeper:  # among equal scores, the deeper node first (ties would otherwise go wide)
+        ranked = sorted((*m.frontier, *new), key=lambda node_id: (-(nodes[node_id].score or 0.0), -nodes[node_id].depth))
+    else:
+        ranked = sorted((*m.frontier, *new), key=lambda node_id: -(nodes[node_id].score or 0.0))  # stable
     width = m.options.beam_width
     return tuple(ranked[:width] if width else ranked)
 

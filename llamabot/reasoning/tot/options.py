@@ -26,7 +26,9 @@ class ToTOptions:
 
     Budgets: ``max_nodes`` (tree size) and ``max_model_calls`` (every generate, evaluate and repair call; a
     search never starts an expansion it cannot finish within it) bound a search the same way on any machine;
-    ``max_duration_ms`` (wall clock, off by default) depends on the machine's speed."""
+    ``max_duration_ms`` (wall clock, off by default) depends on the machine's speed.
+    ``prefer_deeper``: best-first breaks ties between equal scores in favour of the deeper node (the search goes
+    down a tied branch before it opens the next); off: the older node first."""
 
     branching_factor: int = 3
     max_depth: int = 3
@@ -41,6 +43,7 @@ class ToTOptions:
     convergence_window: int = 2
     min_score_improvement: float = 0.02
     max_parse_retries: int = 1
+    prefer_deeper: bool = False
 
     def __post_init__(self) -> None:
         try:

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from llamabot.cli import app
 from llamabot.models.scripted import ScriptedModel, json_reply
 from llamabot.models.scripted_provider import register_scripted_provider
+from llamabot.reasoning.tot.evaluation import GAME24_TOT_OPTIONS
 from tests.reasoning.tot.helpers import game24_oracle, oracle_model
 
 ENV = {"COLUMNS": "200"}
@@ -71,7 +72,8 @@ def test_tot_cli_040_eval_reports_success_nodes_tokens_and_time_for_tot_io_and_c
     assert all(s["total_seconds"] >= 0 for s in summary.values())
     assert report["config"]["tot_options"]["min_depth"] == 3 and report["model"] == name
     options = report["config"]["tot_options"]  # TOT-EVAL-040: calls and nodes, not seconds, by default
-    assert options["max_model_calls"] == 12 and options["max_nodes"] == 16 and options["max_duration_ms"] is None
+    assert options["max_model_calls"] == 12 and options["max_nodes"] == 30 and options["max_duration_ms"] is None
+    assert options["branching_factor"] == 5 and options == dict(GAME24_TOT_OPTIONS)  # the CLI's defaults are these
     assert report["provenance"]["model"] == name and set(report["provenance"]["prompts"]) == {"io", "cot", "tot"}
     assert [a["puzzle"] for a in report["attempts"]] == ["4 9 10 13"] * 3 + ["1 1 4 6"] * 3
 
