@@ -62,6 +62,32 @@ def test_tot_search_030_best_first_always_expands_the_best_scored_open_node():
     assert expansions(seen) == [(), ("2",), ("1",), ("1", "1.1"), ("1", "1.2"), ("2", "2.1"), ("2", "2.2")]
 
 
+def test_tot_search_035_prefer_deeper_breaks_score_ties_toward_the_deeper_node():
+    # Every thought scores the same: the older node first goes wide, the deeper node first goes down a branch.
+    wide, seen_wide = drive(new_machine(branching_factor=2, max_depth=3, **OPEN), numbered, scores_from({}))
+    assert expansions(seen_wide)[:3] == [(), ("1",), ("2",)]
+    deep, seen_deep = drive(new_machine(branching_factor=2, max_depth=3, prefer_deeper=True, **OPEN), numbered,
+                            scores_from({}))
+    assert expansions(seen_deep)[:3] == [(), ("1",), ("1", "1.1")]
+    # A higher score still wins over depth.
+    table = {"1": 0.5, "2": 0.9, "1.1": 0.5, "1.2": 0.5}
+    _, seen = drive(new_machine(branching_factor=2, max_depth=3, prefer_deeper=True, **OPEN), numbered,
+                    scores_from(table))
+    assert expansions(seen)[:2] == [(), ("2",)]
+    assert deep.options.prefer_deeper and not wide.options.prefer_deeper
+
+
+def test_tot_search_035_with_ties_a_perfect_scorer_needs_prefer_deeper_under_a_tight_budget():
+    from llamabot.reasoning.tot.evaluation import run_tot
+    from tests.reasoning.tot.helpers import oracle_model
+
+    # The oracle scores every step that keeps 1 1 4 6 solvable 1: many ties. Five proposals per expansion.
+    options = {"branching_factor": 5, "max_depth": 3, "min_depth": 3, "max_nodes": 30, "max_model_calls": 12}
+    assert not run_tot(oracle_model(), "1 1 4 6", {**options, "prefer_deeper": False}).solved  # went wide
+    deep = run_tot(oracle_model(), "1 1 4 6", {**options, "prefer_deeper": True})
+    assert deep.solved and deep.model_calls == 6  # straight down one branch
+
+
 def test_tot_search_040_a_beam_width_trims_the_best_first_frontier():
     table = {"1": 0.9, "2": 0.8, "3": 0.1, "1.1": 0.2, "1.2": 0.7, "1.3": 0.3}
     machine, seen = drive(new_machine(branching_factor=3, max_depth=2, beam_width=2, **OPEN), numbered,
