@@ -61,7 +61,9 @@ def test_tot_eval_020_baselines_make_one_call_and_are_judged_by_the_checker():
 def test_tot_eval_030_the_report_compares_the_methods_on_the_same_model():
     model = ScriptedModel(responder=game24_oracle)
     seen = []
-    report = evaluate_game24(["4 9 10 13", "1 1 4 6"], model, on_attempt=seen.append, max_tokens=64)
+    # prefer_deeper: the oracle's many tied scores would send the default search wide (TOT-SEARCH-035).
+    report = evaluate_game24(["4 9 10 13", "1 1 4 6"], model, on_attempt=seen.append,
+                             tot_options={"prefer_deeper": True}, max_tokens=64)
     assert [(a.puzzle, a.method) for a in seen] == [
         ("4 9 10 13", "io"), ("4 9 10 13", "cot"), ("4 9 10 13", "tot"),
         ("1 1 4 6", "io"), ("1 1 4 6", "cot"), ("1 1 4 6", "tot"),
@@ -72,7 +74,8 @@ def test_tot_eval_030_the_report_compares_the_methods_on_the_same_model():
     assert summary["tot"].model_calls > summary["cot"].model_calls == 2
     assert all(r.params == {"max_tokens": 64} for r in model.requests)
     data = report.to_dict()
-    assert data["config"]["tot_options"] == GAME24_TOT_OPTIONS and data["config"]["verify"] is False
+    assert data["config"]["tot_options"] == {**GAME24_TOT_OPTIONS, "prefer_deeper": True}
+    assert data["config"]["verify"] is False and data["config"]["tries"] is False
     assert len(data["attempts"]) == 6 and data["summary"][2]["method"] == "tot"
     with pytest.raises(ValueError, match="unknown method"):
         evaluate_game24(["1 1 4 6"], model, methods=["tot", "magic"])

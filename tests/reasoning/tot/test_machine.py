@@ -206,7 +206,7 @@ def test_tot_mach_130_options_have_the_seed_defaults():
         "branching_factor": 3, "max_depth": 3, "traversal_strategy": "best_first", "top_k": 3, "min_depth": 2,
         "max_nodes": 100, "max_duration_ms": None, "max_model_calls": None, "beam_width": None,
         "early_success_threshold": 1.0,
-        "convergence_window": 2, "min_score_improvement": 0.02, "max_parse_retries": 1,
+        "convergence_window": 2, "min_score_improvement": 0.02, "max_parse_retries": 1, "prefer_deeper": False,
     }
 
 
