@@ -333,11 +333,9 @@ def _grow_frontier(m: ToTMachine, new: list[str]) -> tuple[str, ...]:
         return (*m.frontier, *new)
     if strategy is Traversal.DFS:
         return (*new, *m.frontier)
-    nodes = m.nodes
-    if m.options.prefer_deeper:  # among equal scores, the deeper node first (ties would otherwise go wide)
-        ranked = sorted((*m.frontier, *new), key=lambda node_id: (-(nodes[node_id].score or 0.0), -nodes[node_id].depth))
-    else:
-        ranked = sorted((*m.frontier, *new), key=lambda node_id: -(nodes[node_id].score or 0.0))  # stable
+    nodes, deeper = m.nodes, m.options.prefer_deeper  # prefer_deeper: among equal scores, the deeper node first
+    ranked = sorted((*m.frontier, *new),  # stable: other ties keep frontier order
+                    key=lambda node_id: (-(nodes[node_id].score or 0.0), -nodes[node_id].depth if deeper else 0))
     width = m.options.beam_width
     return tuple(ranked[:width] if width else ranked)
 
