@@ -52,14 +52,14 @@ def thoughts_schema(count: int) -> dict[str, Any]:
     }
 
 
-def scores_schema(ids: list[str]) -> dict[str, Any]:
-    """JSON schema of an evaluation reply: ``{"scores": {<every id>: number}}``."""
+def scores_schema(ids: list[str], entry: dict[str, Any] | None = None) -> dict[str, Any]:
+    """JSON schema of an evaluation reply: ``{"scores": {<every id>: number}}`` (or ``entry``'s schema per id)."""
     return {
         "type": "object",
         "properties": {
             "scores": {
                 "type": "object",
-                "properties": {thought_id: {"type": "number"} for thought_id in ids},
+                "properties": {thought_id: entry or {"type": "number"} for thought_id in ids},
                 "required": list(ids),
                 "additionalProperties": False,
             }

@@ -28,7 +28,7 @@ from llamabot.reasoning.tot.messages import (
     ModelDirective,
     ThoughtEntry,
 )
-from llamabot.reasoning.tot.prompts import ToTPrompts
+from llamabot.reasoning.tot.prompts import ToTPrompts, scores_schema
 
 GAME24_SYSTEM = """You are an expert at the Game of 24: combine the given numbers with + - * / to make exactly 24, \
 using each number exactly once.
@@ -95,9 +95,7 @@ def tries_schema(ids: list[str]) -> dict[str, Any]:
     entry = {"type": "object", "properties": {"try": {"type": "string", "maxLength": TRY_CHARS},
                                               "score": {"type": "number"}},
              "required": ["try", "score"], "additionalProperties": False}
-    return {"type": "object", "required": ["scores"], "additionalProperties": False,
-            "properties": {"scores": {"type": "object", "properties": {i: entry for i in ids}, "required": list(ids),
-                                      "additionalProperties": False}}}
+    return scores_schema(ids, entry)
 
 
 #: The longest try an evaluation reply may write per candidate (``(12 - 6) * 4 = 24`` is 18).
