@@ -30,6 +30,9 @@ DEEPER_OPTION = typer.Option(False, "--prefer-deeper/--no-prefer-deeper",
                              help="Best-first: among equal scores, expand the deeper node first.")
 TRIES_OPTION = typer.Option(False, "--tries/--no-tries",
                             help="Game of 24: the evaluator writes the expression it tries before each score.")
+RESULTS_OPTION = typer.Option(False, "--last-results/--no-last-results",
+                              help="Game of 24: for a candidate that leaves two numbers, the evaluator writes their "
+                                   "four results instead of a score (it scores 1 when one of them is 24).")
 MAX_TOKENS_OPTION = typer.Option(256, "--max-tokens", help="Upper bound on each reply's length in tokens.")
 MAX_CALLS_OPTION = typer.Option(None, "--max-calls", min=2, help="Model-call budget (generate, evaluate, repair).")
 
@@ -84,6 +87,7 @@ def tot_command(
     max_calls: Optional[int] = MAX_CALLS_OPTION,  # noqa: UP045
     verify: bool = VERIFY_OPTION,
     tries: bool = TRIES_OPTION,
+    last_results: bool = RESULTS_OPTION,
     prefer_deeper: bool = DEEPER_OPTION,
     stream: bool = typer.Option(True, help="Show the model's text as it is generated."),
     mermaid: bool = typer.Option(False, "--mermaid", help="Also print the explored tree as mermaid."),
@@ -128,7 +132,7 @@ def tot_command(
 
     try:
         bot = ToTBot(
-            model, prompts=Game24Prompts(tries=tries) if is_game else ToTPrompts(),
+            model, prompts=Game24Prompts(tries=tries, last_results=last_results) if is_game else ToTPrompts(),
             goal_test=is_solution_path if (is_game and verify) else None,
             stream_target=on_piece if stream else None, on_step=on_step, max_tokens=max_tokens, **options,
         )
@@ -178,6 +182,7 @@ def eval_tot_command(
     max_calls: Optional[int] = typer.Option(12, "--max-calls", min=2, help="Model-call budget of each ToT search."),  # noqa: UP045
     verify: bool = VERIFY_OPTION,
     tries: bool = TRIES_OPTION,
+    last_results: bool = RESULTS_OPTION,
     prefer_deeper: bool = DEEPER_OPTION,
     max_tokens: int = MAX_TOKENS_OPTION,
 ) -> None:
@@ -214,7 +219,7 @@ def eval_tot_command(
     try:
         with progress:
             report = evaluate_game24(puzzles, model, methods=chosen, tot_options=options, verify=verify, tries=tries,
-                                     dataset=str(path), on_attempt=on_attempt, max_tokens=max_tokens)
+                                     last_results=last_results, dataset=str(path), on_attempt=on_attempt, max_tokens=max_tokens)
     except (LlamabotError, ValueError) as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(1) from exc

@@ -169,12 +169,12 @@ def run_baseline(model: ChatModel, method: str, puzzle: str, **completion_kwargs
 
 
 def run_tot(model: ChatModel, puzzle: str, options: dict[str, Any], *, verify: bool = False, tries: bool = False,
-            **completion_kwargs: Any) -> Attempt:
+            last_results: bool = False, **completion_kwargs: Any) -> Attempt:
     """One ToT search with the Game-of-24 prompts; the answer is the expression its solution path builds."""
     from llamabot.reasoning.tot.graph import ToTBot
 
     started = time.perf_counter()
-    bot = ToTBot(model, prompts=Game24Prompts(tries=tries), goal_test=is_solution_path if verify else None,
+    bot = ToTBot(model, prompts=Game24Prompts(tries=tries, last_results=last_results), goal_test=is_solution_path if verify else None,
                  **options, **completion_kwargs)
     try:
         result = bot(puzzle)
@@ -194,11 +194,12 @@ def run_tot(model: ChatModel, puzzle: str, options: dict[str, Any], *, verify: b
     )
 
 
-def method_prompts(methods: Sequence[str], tries: bool = False) -> dict[str, tuple[str, ...]]:
+def method_prompts(methods: Sequence[str], tries: bool = False, last_results: bool = False,
+                   ) -> dict[str, tuple[str, ...]]:
     """The prompt texts each method sends (the baselines' few-shot prompts and user turn; ToT's Game-of-24
     prompts), for the report's prompt versions."""
     texts = {"io": (IO_PROMPT, baseline_user("1 2 3 4")), "cot": (COT_PROMPT, baseline_user("1 2 3 4")),
-             "tot": Game24Prompts(tries=tries).prompt_texts()}
+             "tot": Game24Prompts(tries=tries, last_results=last_results).prompt_texts()}
     return {m: texts[m] for m in methods}
 
 
@@ -210,27 +211,32 @@ def evaluate_game24(
     tot_options: dict[str, Any] | None = None,
     verify: bool = False,
     tries: bool = False,
+    last_results: bool = False,
     dataset: str = "game24",
     on_attempt: Callable[[Attempt], None] | None = None,
     **completion_kwargs: Any,
 ) -> EvalReport:
     """Run every method on every puzzle (puzzle by puzzle) on one model; ``on_attempt`` sees each result.
-    ``tries``: ToT's evaluator writes what it tries before each score (``Game24Prompts(tries=True)``)."""
+    ``tries``: ToT's evaluator writes what it tries before each score (``Game24Prompts(tries=True)``);
+    ``last_results``: the four results of the last two numbers instead of a score
+    (``Game24Prompts(last_results=True)``)."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; choose from {list(METHODS)}")
     chat_model = get_model(model)
     options = {**GAME24_TOT_OPTIONS, **(tot_options or {})}
     config = {"methods": list(methods), "tot_options": dict(options), "verify": verify, "tries": tries,
+              "last_results": last_results,
               "completion": completion_kwargs,
               "puzzles": len(puzzles)}
     report = EvalReport(chat_model.name, dataset, config,
                         provenance=provenance(chat_model.name, {m: dict(completion_kwargs) for m in methods},
-                                              method_prompts(methods, tries)))
+                                              method_prompts(methods, tries, last_results)))
     for puzzle in puzzles:
         for method in methods:
             if method == "tot":
-                attempt = run_tot(chat_model, puzzle, options, verify=verify, tries=tries, **completion_kwargs)
+                attempt = run_tot(chat_model, puzzle, options, verify=verify, tries=tries,
+                                  last_results=last_results, **completion_kwargs)
             else:
                 attempt = run_baseline(chat_model, method, puzzle, **completion_kwargs)
             report.attempts.append(attempt)

@@ -104,7 +104,8 @@ class ThoughtCallNode(DualNode):
     def _exchange(self, inp: CallInput) -> Exchange[LLMResult]:
         reply = yield inp.request
         usage = {"prompt_tokens": reply.usage.prompt_tokens, "completion_tokens": reply.usage.completion_tokens}
-        return LLMResult(inp.directive.call_id, text=reply.content or "", usage=usage)
+        text = self.prompts.read_reply(inp.directive, reply.content or "")
+        return LLMResult(inp.directive.call_id, text=text, usage=usage)
 
     def span_attributes(self, inp: CallInput) -> dict[str, Any]:
         d = inp.directive

@@ -9,6 +9,7 @@ to the candidates (a fix of the seed, whose evaluator saw only the candidate tho
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,14 +53,17 @@ def thoughts_schema(count: int) -> dict[str, Any]:
     }
 
 
-def scores_schema(ids: list[str], entry: dict[str, Any] | None = None) -> dict[str, Any]:
-    """JSON schema of an evaluation reply: ``{"scores": {<every id>: number}}`` (or ``entry``'s schema per id)."""
+def scores_schema(ids: list[str], entry: dict[str, Any] | None = None,
+                  entries: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """JSON schema of an evaluation reply: ``{"scores": {<every id>: number}}`` (or ``entry``'s schema per id;
+    ``entries``: the schema of particular ids, in place of ``entry``)."""
+    entries = entries or {}
     return {
         "type": "object",
         "properties": {
             "scores": {
                 "type": "object",
-                "properties": {thought_id: entry or {"type": "number"} for thought_id in ids},
+                "properties": {i: entries.get(i) or entry or {"type": "number"} for i in ids},
                 "required": list(ids),
                 "additionalProperties": False,
             }
@@ -121,6 +125,11 @@ class ToTPrompts:
         else:
             name, schema = "tot_scores", scores_schema([t.id for t in request.thoughts])
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+
+    def read_reply(self, directive: ModelDirective, text: str) -> str:
+        """A reply as the machine reads it (by default the text itself): a task whose reply format has more
+        than scores (the Game of 24's results) turns it into the scores that format stands for."""
+        return text
 
     def step_rules(self, problem: str, path: tuple[str, ...], thought: str) -> str | None:
         """The rule of the problem that ``thought``, proposed after ``path``, breaks, or ``None`` (by default a

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from fractions import Fraction
@@ -23,6 +25,7 @@ from llamabot.reasoning.tot.games.game24_steps import (
     numbers_left,
     parse_step,
 )
+from llamabot.models.scripted import json_reply
 from llamabot.reasoning.tot.messages import EvaluateThoughts, GenerateThoughts, ThoughtEntry
 
 
@@ -175,6 +178,68 @@ def test_tot_g24_086_with_tries_the_evaluator_writes_what_it_tries_before_each_s
     reply = '{"scores": {"t1": {"try": "4 * 6 = 24", "score": 1}, "t2": {"try": "8 + 10 = 18", "score": 0}}}'
     assert parse_scores(reply, directive.thoughts) == ({"t1": 1.0, "t2": 0.0}, "json")
     assert tries.prompt_texts() != plain.prompt_texts()  # a report's prompt version tells the two apart
+
+
+def test_tot_g24_087_with_last_results_a_two_number_candidate_is_scored_by_the_results_the_evaluator_writes():
+    from llamabot.reasoning.tot.messages import CallLLMStream
+    from llamabot.reasoning.tot.parsing import parse_scores
+
+    # after 5 + 9 = 14 the numbers left are 1 11 14: each candidate leaves two numbers
+    directive = EvaluateThoughts("c", "n2", "1 5 9 11", ("5 + 9 = 14",),
+                                 (ThoughtEntry("t1", "11 - 1 = 10"), ThoughtEntry("t2", "11 * 1 = 11")))
+    plain, results = Game24Prompts(), Game24Prompts(last_results=True)
+    text = results.evaluation_user(directive)
+    assert "write instead their sum, difference" in text and "write instead" not in plain.evaluation_user(directive)
+    schema = results.response_format(directive)["json_schema"]["schema"]["properties"]["scores"]
+    assert list(schema["properties"]["t1"]["properties"]) == ["sum", "difference", "product", "quotient"]
+    assert '"sum"' in results.repair_user(CallLLMStream("c", "evaluation", directive, "x", "not JSON"))
+    # The score is what the evaluator's own results say: one of them is 24, or none is. Its arithmetic is taken
+    # as written (a wrong 24 still scores 1: nothing is recomputed).
+    reply = ('{"scores": {"t1": {"sum": "14 + 10 = 24", "difference": "14 - 10 = 4", "product": "14 * 10 = 140", '
+             '"quotient": "14 / 10 = 1.4"}, "t2": {"sum": "14 + 11 = 25", "difference": "14 - 11 = 3", '
+             '"product": "14 * 11 = 154", "quotient": "14 / 11 = 1.27"}}}')
+    assert parse_scores(results.read_reply(directive, reply), directive.thoughts) == ({"t1": 1.0, "t2": 0.0}, "json")
+    wrong = reply.replace("14 * 11 = 154", "14 * 11 = 24")
+    assert parse_scores(results.read_reply(directive, wrong), directive.thoughts)[0] == {"t1": 1.0, "t2": 1.0}
+    assert results.read_reply(directive, "not JSON") == "not JSON"  # the machine's repair path reads it as before
+    assert plain.read_reply(directive, reply) == reply
+    # Candidates that leave three numbers (or one) keep a bare score, in the same reply.
+    first = EvaluateThoughts("c", "n0", "1 5 9 11", (), (ThoughtEntry("t1", "5 + 9 = 14"),))
+    assert results.response_format(first) == plain.response_format(first)
+    assert results.read_reply(first, '{"scores": {"t1": 0.5}}') == '{"scores": {"t1": 0.5}}'
+    assert results.prompt_texts() != plain.prompt_texts()  # a report's prompt version tells the two apart
+
+
+def _results_model(request):
+    """The oracle, except that a candidate leaving two numbers gets its four results (right arithmetic)."""
+    from tests.reasoning.tot.helpers import game24_oracle, schema_name
+
+    if request.response_format is None or schema_name(request) == "tot_thoughts":
+        return game24_oracle(request)
+    entries = request.response_format["json_schema"]["schema"]["properties"]["scores"]["properties"]
+    scores = json.loads(game24_oracle(request).content)["scores"]
+    for line in request.last_user_text.splitlines():
+        match = re.match(r"(t\d+): .* -> left: (\S+) (\S+)$", line)
+        if match and "sum" in entries.get(match.group(1), {}).get("properties", {}):
+            a, b = sorted((Fraction(match.group(2)), Fraction(match.group(3))), reverse=True)
+            scores[match.group(1)] = {name: f"{a} {op} {b} = {float(value):g}" for name, op, value in (
+                ("sum", "+", a + b), ("difference", "-", a - b), ("product", "*", a * b), ("quotient", "/", a / b))}
+    return json_reply({"scores": scores})
+
+
+def test_tot_g24_087_a_search_with_last_results_solves_and_scores_two_number_states_by_their_results():
+    from llamabot.models.scripted import ScriptedModel
+    from llamabot.reasoning.tot.graph import ToTBot
+
+    model = ScriptedModel(responder=_results_model)
+    bot = ToTBot(model, prompts=Game24Prompts(last_results=True), branching_factor=3, min_depth=3, max_depth=3,
+                 max_model_calls=12, prefer_deeper=True)
+    result = bot("4 9 10 13")
+    assert check_game24("4 9 10 13", result.answer)
+    depth_two = [n for n in result.machine.nodes.values() if n.depth == 2]
+    assert depth_two and all(n.score in (0.0, 1.0) for n in depth_two)
+    evaluations = [r for r in model.requests if r.response_format["json_schema"]["name"] == "tot_scores"]
+    assert any('"sum"' in r.last_user_text for r in evaluations)  # the results were asked for
 
 
 def test_tot_g24_090_check_game24_is_importable_from_the_package_without_litellm():

@@ -9,10 +9,12 @@ scores them. IO and CoT are the paper's few-shot baselines.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from llamabot.models.tool_call_text import JSON_FAILURES
 from llamabot.reasoning.tot.games.game24_steps import (
     expression_from_steps,
     format_number,
@@ -100,6 +102,29 @@ def tries_schema(ids: list[str]) -> dict[str, Any]:
 
 #: The longest try an evaluation reply may write per candidate (``(12 - 6) * 4 = 24`` is 18).
 TRY_CHARS = 48
+#: What the evaluator writes for a candidate that leaves two numbers, with ``last_results`` (each ``a op b = c``).
+RESULT_FIELDS = ("sum", "difference", "product", "quotient")
+RESULTS_SHAPE = ('{"sum": "a + b = <value>", "difference": "a - b = <value>", "product": "a * b = <value>", '
+                 '"quotient": "a / b = <value>"}')
+#: The longest result it may write (``14 / 11 = 1.2727`` is 16; longer decimals are cut).
+RESULT_CHARS = 20
+
+
+def results_entry() -> dict[str, Any]:
+    """JSON schema of the results written for a candidate that leaves two numbers (``last_results``)."""
+    return {"type": "object",
+            "properties": {name: {"type": "string", "maxLength": RESULT_CHARS} for name in RESULT_FIELDS},
+            "required": list(RESULT_FIELDS), "additionalProperties": False}
+
+
+def results_score(entry: Any) -> float | None:
+    """The score the evaluator's own results give a candidate that leaves two numbers: 1 when one of the
+    results it wrote says 24 (its arithmetic, as it wrote it: nothing is recomputed), else 0; ``None`` for an
+    entry that is not results."""
+    if not isinstance(entry, dict) or "score" in entry or not any(name in entry for name in RESULT_FIELDS):
+        return None
+    steps = (parse_step(entry[name]) for name in RESULT_FIELDS if isinstance(entry.get(name), str))
+    return 1.0 if any(step is not None and step.result == 24 for step in steps) else 0.0
 
 
 def baseline_user(puzzle: str) -> str:
@@ -136,11 +161,16 @@ class Game24Prompts(ToTPrompts):
     ``tries``: the evaluator writes, for each candidate, the expression it tries on the numbers left before it
     scores it (``{"scores": {"t1": {"try": "(12 - 6) * 4 = 24", "score": 1}}}``), as the system prompt's scoring
     examples do; off: a bare score per candidate.
+    ``last_results``: for a candidate that leaves two numbers, the evaluator writes the four results of those
+    numbers instead of a score (``{"t2": {"sum": "14 + 10 = 24", "difference": "14 - 10 = 4", ...}}``), and the
+    candidate scores 1 when one of the results it wrote is 24, else 0 (the paper's value prompt: *sure* when its
+    own arithmetic reaches 24, *impossible* when it does not); other candidates are scored as before.
     """
 
     generation_prompt: str = GAME24_SYSTEM
     evaluation_prompt: str = GAME24_SYSTEM
     tries: bool = False
+    last_results: bool = False
 
     def generation_user(self, directive: GenerateThoughts) -> str:
         lines, left = _state(directive.problem, directive.path)
@@ -161,6 +191,7 @@ class Game24Prompts(ToTPrompts):
     def evaluation_user(self, directive: EvaluateThoughts) -> str:
         lines, _ = _state(directive.problem, directive.path)
         lines.append("Candidate next steps, each with the numbers it leaves:")
+        two = self._two_left(directive)
         for thought in directive.thoughts:
             left = numbers_left(directive.problem, (*directive.path, thought.content))
             if left is None:
@@ -175,26 +206,61 @@ class Game24Prompts(ToTPrompts):
              "then score it" if self.tries else "Score each candidate")
             + " from 0 to 1: 1 if its numbers left surely make 24 (or are exactly 24), "
             "0.5 if maybe, 0 if they cannot or the step's arithmetic is wrong. "
-            f"JSON: {self._scores_shape(directive.thoughts)}"
+            + ("For a candidate that leaves two numbers, write instead their sum, difference (larger minus smaller), "
+               "product and quotient (larger over smaller), each as \"a op b = value\": one of them is 24 or none is. "
+               if two else "")
+            + f"JSON: {self._scores_shape(directive.thoughts, two)}"
         )
         return "\n".join(lines)
 
-    def _scores_shape(self, thoughts: Sequence[ThoughtEntry]) -> str:
+    def _two_left(self, directive: EvaluateThoughts) -> frozenset[str]:
+        """With ``last_results``, the ids of the candidates that leave two numbers (they get results)."""
+        if not self.last_results:
+            return frozenset()
+        return frozenset(t.id for t in directive.thoughts
+                         if len(numbers_left(directive.problem, (*directive.path, t.content)) or ()) == 2)
+
+    def _scores_shape(self, thoughts: Sequence[ThoughtEntry], two: frozenset[str] = frozenset()) -> str:
         each = '{"try": "<expression> = <value>", "score": <score>}' if self.tries else "<score>"
-        return '{"scores": {' + ", ".join(f'"{t.id}": {each}' for t in thoughts) + "}}"
+        return '{"scores": {' + ", ".join(f'"{t.id}": {RESULTS_SHAPE if t.id in two else each}' for t in thoughts) + "}}"
 
     def repair_user(self, directive: CallLLMStream) -> str:
-        if not self.tries or not isinstance(directive.request, EvaluateThoughts):
+        request = directive.request
+        if not (self.tries or self.last_results) or not isinstance(request, EvaluateThoughts):
             return super().repair_user(directive)
         return (f"Your reply could not be read: {directive.error}. Reply again with only this JSON: "
-                f"{self._scores_shape(directive.request.thoughts)}")
+                f"{self._scores_shape(request.thoughts, self._two_left(request))}")
 
     def response_format(self, directive: ModelDirective) -> dict[str, Any]:
         request = directive.request if isinstance(directive, CallLLMStream) else directive
-        if not self.tries or not isinstance(request, EvaluateThoughts):
+        if not (self.tries or self.last_results) or not isinstance(request, EvaluateThoughts):
             return super().response_format(directive)
-        return {"type": "json_schema", "json_schema": {"name": "tot_scores_with_tries",
-                                                        "schema": tries_schema([t.id for t in request.thoughts])}}
+        ids, two = [t.id for t in request.thoughts], self._two_left(request)
+        schema = tries_schema(ids) if self.tries else scores_schema(ids)
+        if two:
+            schema = scores_schema(ids, schema["properties"]["scores"]["properties"][ids[0]],
+                                   {i: results_entry() for i in two})
+        name = "tot_scores_with_tries" if self.tries else "tot_scores"
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+
+    def read_reply(self, directive: ModelDirective, text: str) -> str:
+        """With ``last_results``, an evaluation reply with each results entry replaced by the score its results
+        give (:func:`results_score`); any other reply, or one that is not JSON, as it is."""
+        request = directive.request if isinstance(directive, CallLLMStream) else directive
+        if not self.last_results or not isinstance(request, EvaluateThoughts):
+            return text
+        try:
+            reply = json.loads(text)
+        except JSON_FAILURES:
+            return text
+        scores = reply.get("scores") if isinstance(reply, dict) else None
+        if not isinstance(scores, dict):
+            return text
+        read = {key: results_score(entry) for key, entry in scores.items()}
+        if all(score is None for score in read.values()):
+            return text
+        return json.dumps({"scores": {key: entry if read[key] is None else read[key]
+                                      for key, entry in scores.items()}})
 
     def step_rules(self, problem: str, path: tuple[str, ...], thought: str) -> str | None:
         """Wrong arithmetic, a number that is not left, or no ``a op b = c`` at all (see
