@@ -30,10 +30,10 @@ DEEPER_OPTION = typer.Option(False, "--prefer-deeper/--no-prefer-deeper",
                              help="Best-first: among equal scores, expand the deeper node first.")
 TRIES_OPTION = typer.Option(False, "--tries/--no-tries",
                             help="Game of 24: the evaluator writes the expression it tries before each score.")
-RESULTS_OPTION = typer.Option(False, "--last-results/--no-last-results",
+RESULTS_OPTION = typer.Option(True, "--last-results/--no-last-results",
                               help="Game of 24: for a candidate that leaves two numbers, the evaluator writes their "
                                    "four results instead of a score (it scores 1 when one of them is 24).")
-MAX_TOKENS_OPTION = typer.Option(256, "--max-tokens", help="Upper bound on each reply's length in tokens.")
+MAX_TOKENS_OPTION = typer.Option(512, "--max-tokens", help="Upper bound on each reply's length in tokens.")
 MAX_CALLS_OPTION = typer.Option(None, "--max-calls", min=2, help="Model-call budget (generate, evaluate, repair).")
 
 
@@ -175,11 +175,11 @@ def eval_tot_command(
     depth: int = DEPTH_OPTION,
     strategy: str = STRATEGY_OPTION,
     beam: Optional[int] = BEAM_OPTION,  # noqa: UP045
-    max_nodes: int = typer.Option(30, "--max-nodes", help="Hard cap on each tree's nodes."),
+    max_nodes: int = typer.Option(45, "--max-nodes", help="Hard cap on each tree's nodes."),
     max_seconds: Optional[float] = typer.Option(  # noqa: UP045
         None, "--max-seconds", help="Wall-time budget of each ToT search (off by default: it depends on the machine)."
     ),
-    max_calls: Optional[int] = typer.Option(12, "--max-calls", min=2, help="Model-call budget of each ToT search."),  # noqa: UP045
+    max_calls: Optional[int] = typer.Option(14, "--max-calls", min=2, help="Model-call budget of each ToT search."),  # noqa: UP045
     verify: bool = VERIFY_OPTION,
     tries: bool = TRIES_OPTION,
     last_results: bool = RESULTS_OPTION,

@@ -75,7 +75,7 @@ def test_tot_cli_040_eval_reports_success_nodes_tokens_and_time_for_tot_io_and_c
     assert all(s["total_seconds"] >= 0 for s in summary.values())
     assert report["config"]["tot_options"]["min_depth"] == 3 and report["model"] == name
     options = report["config"]["tot_options"]  # TOT-EVAL-040: calls and nodes, not seconds, by default
-    assert options["max_model_calls"] == 12 and options["max_nodes"] == 30 and options["max_duration_ms"] is None
+    assert options["max_model_calls"] == 14 and options["max_nodes"] == 45 and options["max_duration_ms"] is None
     assert {k: options[k] for k in GAME24_TOT_OPTIONS} == dict(GAME24_TOT_OPTIONS)  # the CLI's defaults are these
     assert options["prefer_deeper"] is True
     assert report["provenance"]["model"] == name and set(report["provenance"]["prompts"]) == {"io", "cot", "tot"}

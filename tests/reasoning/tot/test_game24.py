@@ -10,6 +10,7 @@ from fractions import Fraction
 
 import pytest
 
+from llamabot.models.scripted import json_reply
 from llamabot.reasoning.tot.games.game24 import (
     ExpressionError,
     PuzzleError,
@@ -25,7 +26,6 @@ from llamabot.reasoning.tot.games.game24_steps import (
     numbers_left,
     parse_step,
 )
-from llamabot.models.scripted import json_reply
 from llamabot.reasoning.tot.messages import EvaluateThoughts, GenerateThoughts, ThoughtEntry
 
 
@@ -167,7 +167,7 @@ def test_tot_g24_086_with_tries_the_evaluator_writes_what_it_tries_before_each_s
 
     directive = EvaluateThoughts("c", "n2", "4 9 10 13", ("13 - 9 = 4",),
                                  (ThoughtEntry("t1", "10 - 4 = 6"), ThoughtEntry("t2", "4 + 4 = 8")))
-    plain, tries = Game24Prompts(), Game24Prompts(tries=True)
+    plain, tries = Game24Prompts(last_results=False), Game24Prompts(tries=True, last_results=False)
     assert "first try to make 24" in tries.evaluation_user(directive)
     assert "first try" not in plain.evaluation_user(directive)
     schema = tries.response_format(directive)["json_schema"]["schema"]["properties"]["scores"]
@@ -187,7 +187,7 @@ def test_tot_g24_087_with_last_results_a_two_number_candidate_is_scored_by_the_r
     # after 5 + 9 = 14 the numbers left are 1 11 14: each candidate leaves two numbers
     directive = EvaluateThoughts("c", "n2", "1 5 9 11", ("5 + 9 = 14",),
                                  (ThoughtEntry("t1", "11 - 1 = 10"), ThoughtEntry("t2", "11 * 1 = 11")))
-    plain, results = Game24Prompts(), Game24Prompts(last_results=True)
+    plain, results = Game24Prompts(last_results=False), Game24Prompts()  # the results are the default
     text = results.evaluation_user(directive)
     assert "write instead their sum, difference" in text and "write instead" not in plain.evaluation_user(directive)
     schema = results.response_format(directive)["json_schema"]["schema"]["properties"]["scores"]

@@ -170,7 +170,7 @@ class Game24Prompts(ToTPrompts):
     generation_prompt: str = GAME24_SYSTEM
     evaluation_prompt: str = GAME24_SYSTEM
     tries: bool = False
-    last_results: bool = False
+    last_results: bool = True
 
     def generation_user(self, directive: GenerateThoughts) -> str:
         lines, left = _state(directive.problem, directive.path)
