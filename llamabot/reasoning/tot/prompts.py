@@ -73,6 +73,11 @@ def scores_schema(ids: list[str], entry: dict[str, Any] | None = None,
     }
 
 
+def request_of(directive: ModelDirective) -> GenerateThoughts | EvaluateThoughts:
+    """The generate or evaluate request a directive is about (a repair call's is the request it repairs)."""
+    return directive.request if isinstance(directive, CallLLMStream) else directive
+
+
 def _steps(path: tuple[str, ...]) -> list[str]:
     if not path:
         return ["Steps so far: none."]
@@ -119,7 +124,7 @@ class ToTPrompts:
 
     def response_format(self, directive: ModelDirective) -> dict[str, Any]:
         """The OpenAI ``response_format`` for the directive's reply."""
-        request = directive.request if isinstance(directive, CallLLMStream) else directive
+        request = request_of(directive)
         if isinstance(request, GenerateThoughts):
             name, schema = "tot_thoughts", thoughts_schema(request.count)
         else:

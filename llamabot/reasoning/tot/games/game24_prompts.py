@@ -30,7 +30,7 @@ from llamabot.reasoning.tot.messages import (
     ModelDirective,
     ThoughtEntry,
 )
-from llamabot.reasoning.tot.prompts import ToTPrompts, scores_schema
+from llamabot.reasoning.tot.prompts import ToTPrompts, request_of, scores_schema
 
 GAME24_SYSTEM = """You are an expert at the Game of 24: combine the given numbers with + - * / to make exactly 24, \
 using each number exactly once.
@@ -91,13 +91,13 @@ Answer: 4 * (9 - (13 - 10)) = 24
 Write the steps, then one line: Answer: <expression> = 24"""
 
 
-def tries_schema(ids: list[str]) -> dict[str, Any]:
-    """JSON schema of an evaluation reply with tries: ``{"scores": {<id>: {"try": str, "score": number}}}`` (the
-    try first, so the score follows it; a try is at most :data:`TRY_CHARS` characters)."""
-    entry = {"type": "object", "properties": {"try": {"type": "string", "maxLength": TRY_CHARS},
-                                              "score": {"type": "number"}},
-             "required": ["try", "score"], "additionalProperties": False}
-    return scores_schema(ids, entry)
+def tries_entry() -> dict[str, Any]:
+    """JSON schema of one candidate's entry with tries: ``{"try": str, "score": number}`` (the try first, so the
+    score follows it; a try is at most :data:`TRY_CHARS` characters)."""
+    return {"type": "object", "properties": {"try": {"type": "string", "maxLength": TRY_CHARS},
+                                             "score": {"type": "number"}},
+            "required": ["try", "score"], "additionalProperties": False}
+
 
 
 #: The longest try an evaluation reply may write per candidate (``(12 - 6) * 4 = 24`` is 18).
@@ -232,21 +232,18 @@ class Game24Prompts(ToTPrompts):
                 f"{self._scores_shape(request.thoughts, self._two_left(request))}")
 
     def response_format(self, directive: ModelDirective) -> dict[str, Any]:
-        request = directive.request if isinstance(directive, CallLLMStream) else directive
+        request = request_of(directive)
         if not (self.tries or self.last_results) or not isinstance(request, EvaluateThoughts):
             return super().response_format(directive)
-        ids, two = [t.id for t in request.thoughts], self._two_left(request)
-        schema = tries_schema(ids) if self.tries else scores_schema(ids)
-        if two:
-            schema = scores_schema(ids, schema["properties"]["scores"]["properties"][ids[0]],
-                                   {i: results_entry() for i in two})
+        schema = scores_schema([t.id for t in request.thoughts], tries_entry() if self.tries else None,
+                               {i: results_entry() for i in self._two_left(request)})
         name = "tot_scores_with_tries" if self.tries else "tot_scores"
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
 
     def read_reply(self, directive: ModelDirective, text: str) -> str:
         """With ``last_results``, an evaluation reply with each results entry replaced by the score its results
         give (:func:`results_score`); any other reply, or one that is not JSON, as it is."""
-        request = directive.request if isinstance(directive, CallLLMStream) else directive
+        request = request_of(directive)
         if not self.last_results or not isinstance(request, EvaluateThoughts):
             return text
         try:
