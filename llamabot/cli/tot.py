@@ -33,6 +33,9 @@ TRIES_OPTION = typer.Option(False, "--tries/--no-tries",
 RESULTS_OPTION = typer.Option(True, "--last-results/--no-last-results",
                               help="Game of 24: for a candidate that leaves two numbers, the evaluator writes their "
                                    "four results instead of a score (it scores 1 when one of them is 24).")
+PAIRS_OPTION = typer.Option(False, "--pair-steps/--no-pair-steps",
+                            help="Game of 24: with three numbers left, the model proposes two steps for each pair of "
+                                 "them (one + or -, one * or /) instead of free proposals.")
 MAX_TOKENS_OPTION = typer.Option(512, "--max-tokens", help="Upper bound on each reply's length in tokens.")
 MAX_CALLS_OPTION = typer.Option(None, "--max-calls", min=2, help="Model-call budget (generate, evaluate, repair).")
 
@@ -88,6 +91,7 @@ def tot_command(
     verify: bool = VERIFY_OPTION,
     tries: bool = TRIES_OPTION,
     last_results: bool = RESULTS_OPTION,
+    pair_steps: bool = PAIRS_OPTION,
     prefer_deeper: bool = DEEPER_OPTION,
     stream: bool = typer.Option(True, help="Show the model's text as it is generated."),
     mermaid: bool = typer.Option(False, "--mermaid", help="Also print the explored tree as mermaid."),
@@ -132,7 +136,8 @@ def tot_command(
 
     try:
         bot = ToTBot(
-            model, prompts=Game24Prompts(tries=tries, last_results=last_results) if is_game else ToTPrompts(),
+            model, prompts=Game24Prompts(tries=tries, last_results=last_results, pair_steps=pair_steps) if is_game
+            else ToTPrompts(),
             goal_test=is_solution_path if (is_game and verify) else None,
             stream_target=on_piece if stream else None, on_step=on_step, max_tokens=max_tokens, **options,
         )
@@ -183,6 +188,7 @@ def eval_tot_command(
     verify: bool = VERIFY_OPTION,
     tries: bool = TRIES_OPTION,
     last_results: bool = RESULTS_OPTION,
+    pair_steps: bool = PAIRS_OPTION,
     prefer_deeper: bool = DEEPER_OPTION,
     max_tokens: int = MAX_TOKENS_OPTION,
 ) -> None:
@@ -192,6 +198,7 @@ def eval_tot_command(
 
     from llamabot.errors import LlamabotError
     from llamabot.reasoning.tot.evaluation import evaluate_game24, load_game24
+    from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
 
     console, errors = Console(), Console(stderr=True)
     if dataset != "game24":
@@ -218,8 +225,9 @@ def eval_tot_command(
 
     try:
         with progress:
-            report = evaluate_game24(puzzles, model, methods=chosen, tot_options=options, verify=verify, tries=tries,
-                                     last_results=last_results, dataset=str(path), on_attempt=on_attempt, max_tokens=max_tokens)
+            prompts = Game24Prompts(tries=tries, last_results=last_results, pair_steps=pair_steps)
+            report = evaluate_game24(puzzles, model, methods=chosen, tot_options=options, verify=verify,
+                                     prompts=prompts, dataset=str(path), on_attempt=on_attempt, max_tokens=max_tokens)
     except (LlamabotError, ValueError) as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(1) from exc

@@ -22,7 +22,13 @@ from llamabot.errors import LlamabotError
 from llamabot.models.seam import ChatModel, get_model
 from llamabot.observe.provenance import provenance
 from llamabot.reasoning.tot.games.game24 import PuzzleError, check_game24, parse_puzzle
-from llamabot.reasoning.tot.games.game24_prompts import COT_PROMPT, IO_PROMPT, Game24Prompts, baseline_user
+from llamabot.reasoning.tot.games.game24_prompts import (
+    COT_PROMPT,
+    IO_PROMPT,
+    Game24Prompts,
+    baseline_user,
+    game24_prompts,
+)
 from llamabot.reasoning.tot.games.game24_steps import extract_answer, is_solution_path
 from llamabot.reasoning.tot.machine import path_texts
 
@@ -170,13 +176,14 @@ def run_baseline(model: ChatModel, method: str, puzzle: str, **completion_kwargs
     )
 
 
-def run_tot(model: ChatModel, puzzle: str, options: dict[str, Any], *, verify: bool = False, tries: bool = False,
-            last_results: bool = True, **completion_kwargs: Any) -> Attempt:
-    """One ToT search with the Game-of-24 prompts; the answer is the expression its solution path builds."""
+def run_tot(model: ChatModel, puzzle: str, options: dict[str, Any], *, verify: bool = False,
+            prompts: Game24Prompts | None = None, **completion_kwargs: Any) -> Attempt:
+    """One ToT search with the Game-of-24 prompts (default :func:`game24_prompts`); the answer is the expression
+    its solution path builds."""
     from llamabot.reasoning.tot.graph import ToTBot
 
     started = time.perf_counter()
-    bot = ToTBot(model, prompts=Game24Prompts(tries=tries, last_results=last_results), goal_test=is_solution_path if verify else None,
+    bot = ToTBot(model, prompts=prompts or game24_prompts(), goal_test=is_solution_path if verify else None,
                  **options, **completion_kwargs)
     try:
         result = bot(puzzle)
@@ -196,12 +203,11 @@ def run_tot(model: ChatModel, puzzle: str, options: dict[str, Any], *, verify: b
     )
 
 
-def method_prompts(methods: Sequence[str], tries: bool = False, last_results: bool = True,
-                   ) -> dict[str, tuple[str, ...]]:
+def method_prompts(methods: Sequence[str], prompts: Game24Prompts | None = None) -> dict[str, tuple[str, ...]]:
     """The prompt texts each method sends (the baselines' few-shot prompts and user turn; ToT's Game-of-24
-    prompts), for the report's prompt versions."""
+    prompts, default :func:`game24_prompts`), for the report's prompt versions."""
     texts = {"io": (IO_PROMPT, baseline_user("1 2 3 4")), "cot": (COT_PROMPT, baseline_user("1 2 3 4")),
-             "tot": Game24Prompts(tries=tries, last_results=last_results).prompt_texts()}
+             "tot": (prompts or game24_prompts()).prompt_texts()}
     return {m: texts[m] for m in methods}
 
 
@@ -212,33 +218,30 @@ def evaluate_game24(
     methods: Sequence[str] = METHODS,
     tot_options: dict[str, Any] | None = None,
     verify: bool = False,
-    tries: bool = False,
-    last_results: bool = True,
+    prompts: Game24Prompts | None = None,
     dataset: str = "game24",
     on_attempt: Callable[[Attempt], None] | None = None,
     **completion_kwargs: Any,
 ) -> EvalReport:
     """Run every method on every puzzle (puzzle by puzzle) on one model; ``on_attempt`` sees each result.
-    ``tries``: ToT's evaluator writes what it tries before each score (``Game24Prompts(tries=True)``);
-    ``last_results``: the four results of the last two numbers instead of a score
-    (``Game24Prompts(last_results=True)``)."""
+    ``prompts``: ToT's Game-of-24 prompts and their options (default :func:`game24_prompts`); the report
+    records their options (``tries``, ``last_results``, ``pair_steps``) and a hash of their texts."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; choose from {list(METHODS)}")
     chat_model = get_model(model)
     options = {**GAME24_TOT_OPTIONS, **(tot_options or {})}
-    config = {"methods": list(methods), "tot_options": dict(options), "verify": verify, "tries": tries,
-              "last_results": last_results,
+    prompts = prompts or game24_prompts()
+    config = {"methods": list(methods), "tot_options": dict(options), "verify": verify, **prompts.options(),
               "completion": completion_kwargs,
               "puzzles": len(puzzles)}
     report = EvalReport(chat_model.name, dataset, config,
                         provenance=provenance(chat_model.name, {m: dict(completion_kwargs) for m in methods},
-                                              method_prompts(methods, tries, last_results)))
+                                              method_prompts(methods, prompts)))
     for puzzle in puzzles:
         for method in methods:
             if method == "tot":
-                attempt = run_tot(chat_model, puzzle, options, verify=verify, tries=tries,
-                                  last_results=last_results, **completion_kwargs)
+                attempt = run_tot(chat_model, puzzle, options, verify=verify, prompts=prompts, **completion_kwargs)
             else:
                 attempt = run_baseline(chat_model, method, puzzle, **completion_kwargs)
             report.attempts.append(attempt)

@@ -251,3 +251,91 @@ def test_tot_g24_090_check_game24_is_importable_from_the_package_without_litellm
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_tot_g24_088_with_pair_steps_three_numbers_left_get_two_steps_per_pair_held_to_it_by_the_schema():
+    from llamabot.reasoning.tot.games.game24_prompts import number_pairs
+    from llamabot.reasoning.tot.messages import CallLLMStream
+    from llamabot.reasoning.tot.parsing import parse_thoughts
+
+    # after 5 + 9 = 14 the numbers left are 1 11 14: three pairs
+    directive = GenerateThoughts("c", "n1", "1 5 9 11", ("5 + 9 = 14",), 6)
+    plain, pairs = Game24Prompts(), Game24Prompts(pair_steps=True)
+    text = pairs.generation_user(directive)
+    assert "1 and 11; 1 and 14; 11 and 14" in text and "adds or subtracts" in text
+    assert "each pair" not in plain.generation_user(directive)
+    schema = pairs.response_format(directive)["json_schema"]
+    assert schema["name"] == "tot_pair_steps" and plain.response_format(directive)["json_schema"]["name"] == "tot_thoughts"
+    per_pair = schema["schema"]["properties"]["pairs"]
+    assert per_pair["required"] == ["1 and 11", "1 and 14", "11 and 14"]
+    additive, multiplicative = (item["pattern"] for item in per_pair["properties"]["1 and 14"]["prefixItems"])
+    # The grammar holds each step to its pair, the larger number first, and to its kind of operation; the
+    # model chooses the operation and writes the result (nothing is computed for it).
+    assert re.fullmatch(additive, "14 - 1 = 13") and re.fullmatch(additive, "14 + 1 = 99")
+    assert not re.fullmatch(additive, "1 - 14 = -13") and not re.fullmatch(additive, "14 * 1 = 14")
+    assert not re.fullmatch(additive, "11 + 14 = 25") and re.fullmatch(multiplicative, "14 / 1 = 14")
+    assert re.fullmatch(multiplicative, "14 / 1 = 2.5") and re.fullmatch(multiplicative, "14 / 1 = 7/2")
+    # The reply is read as its steps, the first of every pair before the second ones (so the machine's cut to
+    # branching_factor keeps every pair).
+    reply = json.dumps({"pairs": {"1 and 11": ["11 - 1 = 10", "11 * 1 = 11"], "1 and 14": ["14 + 1 = 15", "14 / 1 = 14"],
+                                  "11 and 14": ["14 + 11 = 25", "14 * 11 = 154"]}})
+    read = pairs.read_reply(directive, reply)
+    assert parse_thoughts(read)[0] == ["11 - 1 = 10", "14 + 1 = 15", "14 + 11 = 25", "11 * 1 = 11", "14 / 1 = 14",
+                                       "14 * 11 = 154"]
+    assert pairs.read_reply(directive, "not JSON") == "not JSON" and plain.read_reply(directive, reply) == reply
+    assert '"1 and 11"' in pairs.repair_user(CallLLMStream("c", "generation", directive, "x", "not JSON"))
+    # Four distinct numbers make six pairs: proposals stay free; repeats make fewer pairs (4 10 4: two).
+    root = GenerateThoughts("c", "n0", "1 5 9 11", (), 6)
+    assert pairs.response_format(root) == plain.response_format(root)
+    assert number_pairs(numbers_left("4 9 10 13", ["13 - 9 = 4"])) == ((4, 10), (4, 4))
+    assert pairs.prompt_texts() != plain.prompt_texts() and pairs.options()["pair_steps"]
+
+
+def _pairs_model(request):
+    """The oracle, except that a pair-steps request gets, for each pair, its sum (or difference) and product
+    (or quotient), the one that keeps the puzzle solvable first (right arithmetic)."""
+    from tests.reasoning.tot.helpers import schema_name, solvable
+
+    if request.response_format is None or schema_name(request) != "tot_pair_steps":
+        return _results_model(request)
+    left = [Fraction(n) for n in re.search(r"Numbers left: ([0-9/ ]+)", request.last_user_text).group(1).split()]
+    pairs = {}
+    for key in request.response_format["json_schema"]["schema"]["properties"]["pairs"]["required"]:
+        a, b = sorted((Fraction(n) for n in key.split(" and ")), reverse=True)
+        rest = list(left)
+        rest.remove(a)
+        rest.remove(b)
+        steps = []
+        for ops in (("+", "-"), ("*", "/")):
+            values = {"+": a + b, "-": a - b, "*": a * b, "/": a / b if b else None}
+            choices = [op for op in ops if values[op] is not None]
+            op = next((op for op in choices if solvable([*rest, values[op]])), choices[0])
+            steps.append(f"{a} {op} {b} = {values[op]}")
+        pairs[key] = steps
+    return json_reply({"pairs": pairs})
+
+
+def test_tot_g24_088_a_search_with_pair_steps_solves_and_asks_for_pairs_only_where_three_numbers_are_left():
+    from llamabot.models.scripted import ScriptedModel
+    from llamabot.reasoning.tot.graph import ToTBot
+    from tests.reasoning.tot.helpers import schema_name
+
+    model = ScriptedModel(responder=_pairs_model)
+    bot = ToTBot(model, prompts=Game24Prompts(pair_steps=True), branching_factor=5, min_depth=3, max_depth=3,
+                 max_model_calls=12, prefer_deeper=True)
+    result = bot("4 9 10 13")
+    assert check_game24("4 9 10 13", result.answer)
+    kinds = [schema_name(r) for r in model.requests]
+    assert kinds[0] == "tot_thoughts" and "tot_pair_steps" in kinds  # free at the root, pairs after one step
+    # Each expansion after one step has steps on every pair of its numbers left, at most branching_factor.
+    from llamabot.reasoning.tot.games.game24_prompts import number_pairs
+    from llamabot.reasoning.tot.machine import path_texts
+
+    nodes = result.machine.nodes
+    parents = {n.parent_id for n in nodes.values() if n.depth == 2}
+    assert parents
+    for parent in parents:
+        children = [n for n in nodes.values() if n.parent_id == parent]
+        pairs = number_pairs(numbers_left("4 9 10 13", path_texts(result.machine, parent)))
+        used = {tuple(sorted((parse_step(n.content).a, parse_step(n.content).b))) for n in children}
+        assert used == {tuple(sorted(p)) for p in pairs} and len(children) <= 5

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
+from itertools import combinations
 from typing import Any
 
 from llamabot.models.tool_call_text import JSON_FAILURES
@@ -127,6 +129,63 @@ def results_score(entry: Any) -> float | None:
     return 1.0 if any(step is not None and step.result == 24 for step in steps) else 0.0
 
 
+#: A proposal written for one pair (``pair_steps``) is ``a op b = c`` on exactly that pair, the result a number.
+#: (Written without backslashes: llama.cpp's grammar reader does not take escapes such as ``\.`` in a literal.)
+_RESULT_PATTERN = r"-?[0-9]+([.][0-9]+)?(/[0-9]+)?"
+
+
+def number_pairs(left: Sequence[Fraction]) -> tuple[tuple[Fraction, Fraction], ...]:
+    """The distinct pairs of ``left`` (by value, either order; in the order the numbers are listed): what a step
+    can combine. ``4 10 4`` makes ``(4, 10)`` and ``(4, 4)``."""
+    seen: dict[tuple[Fraction, Fraction], tuple[Fraction, Fraction]] = {}
+    for a, b in combinations(left, 2):
+        seen.setdefault((min(a, b), max(a, b)), (a, b))
+    return tuple(seen.values())
+
+
+def pair_key(pair: tuple[Fraction, Fraction]) -> str:
+    """The name of a pair in a ``pair_steps`` reply: ``"1 and 11"``."""
+    return f"{format_number(pair[0])} and {format_number(pair[1])}"
+
+
+#: ``pair_steps`` applies where the numbers left make at most this many distinct pairs (three numbers, or four
+#: with repeats); with more, the model proposes freely.
+MAX_PAIRS = 3
+#: The two steps a pair gets (``pair_steps``): one that adds or subtracts, one that multiplies or divides.
+PAIR_OPERATIONS = ("[-+]", "[*/]")
+
+
+def pair_step_pattern(pair: tuple[Fraction, Fraction], operations: str) -> str:
+    """The pattern of a step on ``pair`` with one of ``operations`` (a character class), the larger number first,
+    as the grammar enforces it: ``^(11 [-+] 1) = <result>$``."""
+    big, small = (format_number(n) for n in sorted(pair, reverse=True))  # digits, '-', '/': literal as they are
+    return f"^({big} {operations} {small}) = {_RESULT_PATTERN}$"
+
+
+def pairs_schema(pairs: Sequence[tuple[Fraction, Fraction]]) -> dict[str, Any]:
+    """JSON schema of a ``pair_steps`` generation reply: ``{"pairs": {<pair>: [<+ or - step>, <* or / step>]}}``."""
+    steps = {pair_key(pair): {"type": "array",
+                              "prefixItems": [{"type": "string", "pattern": pair_step_pattern(pair, ops)}
+                                              for ops in PAIR_OPERATIONS],
+                              "items": False, "minItems": len(PAIR_OPERATIONS), "maxItems": len(PAIR_OPERATIONS)}
+             for pair in pairs}
+    return {"type": "object",
+            "properties": {"pairs": {"type": "object", "properties": steps, "required": list(steps),
+                                     "additionalProperties": False}},
+            "required": ["pairs"], "additionalProperties": False}
+
+
+def pairs_thoughts(reply: Any) -> list[str] | None:
+    """The steps of a ``pair_steps`` reply, taken in turn from each pair (the first of every pair, then the
+    second, ...), so keeping the first ``count`` keeps every pair; ``None`` for a reply that is not one."""
+    pairs = reply.get("pairs") if isinstance(reply, dict) else None
+    if not isinstance(pairs, dict):
+        return None
+    lists = [[s for s in steps if isinstance(s, str)] if isinstance(steps, list) else [] for steps in pairs.values()]
+    depth = max((len(steps) for steps in lists), default=0)
+    return [steps[i] for i in range(depth) for steps in lists if i < len(steps)]
+
+
 def baseline_user(puzzle: str) -> str:
     """The user turn of the IO and CoT baselines."""
     return f"Input: {puzzle}"
@@ -165,12 +224,23 @@ class Game24Prompts(ToTPrompts):
     numbers instead of a score (``{"t2": {"sum": "14 + 10 = 24", "difference": "14 - 10 = 4", ...}}``), and the
     candidate scores 1 when one of the results it wrote is 24, else 0 (the paper's value prompt: *sure* when its
     own arithmetic reaches 24, *impossible* when it does not); other candidates are scored as before.
+    ``pair_steps``: where three or more numbers are left and they make at most :data:`MAX_PAIRS` distinct
+    pairs, the model proposes two steps for each pair, one that adds or subtracts it and one that multiplies or
+    divides it (``{"pairs": {"1 and 11": ["11 - 1 = 10", "11 * 1 = 11"], ...}}``, each step held to its pair and
+    operations by the grammar), so that every pair and both kinds of operation are tried, not only the first
+    numbers listed with the same operation; the model still chooses each operation and writes the results. The
+    machine keeps the first ``branching_factor`` of them (the first step of every pair, then the second ones).
     """
 
     generation_prompt: str = GAME24_SYSTEM
     evaluation_prompt: str = GAME24_SYSTEM
     tries: bool = False
     last_results: bool = True
+    pair_steps: bool = False
+
+    def options(self) -> dict[str, bool]:
+        """The switches of these prompts, as a report records them."""
+        return {"tries": self.tries, "last_results": self.last_results, "pair_steps": self.pair_steps}
 
     def generation_user(self, directive: GenerateThoughts) -> str:
         lines, left = _state(directive.problem, directive.path)
@@ -178,6 +248,16 @@ class Game24Prompts(ToTPrompts):
             lines.append("Numbers left: unknown (a step above is not valid).")
         else:
             lines.append(f"Numbers left: {left}")
+        pairs = self._pairs(directive)
+        if pairs:
+            lines.append(
+                f"Propose possible next steps, two for each pair of the numbers left "
+                f"({'; '.join(pair_key(p) for p in pairs)}): one that adds or subtracts the pair, one that "
+                "multiplies or divides it (larger number first), each with its exact result. Choose the operations "
+                f"that can help make 24. The steps are alternatives: none continues from another. "
+                f"JSON: {self._pairs_shape(pairs)}"
+            )
+            return "\n".join(lines)
         last = left is not None and len(left.split()) == 2
         lines.append(
             f"Propose {directive.count} different possible next steps. Each one starts from the numbers left "
@@ -213,6 +293,23 @@ class Game24Prompts(ToTPrompts):
         )
         return "\n".join(lines)
 
+    def _pairs(self, directive: GenerateThoughts) -> tuple[tuple[Fraction, Fraction], ...]:
+        """With ``pair_steps``, the pairs a generation proposes steps for (see the class); else none."""
+        if not self.pair_steps:
+            return ()
+        left = numbers_left(directive.problem, directive.path)
+        if left is None or len(left) < 3:
+            return ()
+        pairs = number_pairs(left)
+        return pairs if len(pairs) <= MAX_PAIRS else ()
+
+    @staticmethod
+    def _pairs_shape(pairs: Sequence[tuple[Fraction, Fraction]]) -> str:
+        def shape(pair: tuple[Fraction, Fraction]) -> str:
+            big, small = (format_number(n) for n in sorted(pair, reverse=True))
+            return f'"{pair_key(pair)}": ["{big} + or - {small} = <result>", "{big} * or / {small} = <result>"]'
+        return '{"pairs": {' + ", ".join(shape(p) for p in pairs) + "}}"
+
     def _two_left(self, directive: EvaluateThoughts) -> frozenset[str]:
         """With ``last_results``, the ids of the candidates that leave two numbers (they get results)."""
         if not self.last_results:
@@ -226,6 +323,9 @@ class Game24Prompts(ToTPrompts):
 
     def repair_user(self, directive: CallLLMStream) -> str:
         request = directive.request
+        pairs = self._pairs(request) if isinstance(request, GenerateThoughts) else ()
+        if pairs:
+            return f"Your reply could not be read: {directive.error}. Reply again with only this JSON: {self._pairs_shape(pairs)}"
         if not (self.tries or self.last_results) or not isinstance(request, EvaluateThoughts):
             return super().repair_user(directive)
         return (f"Your reply could not be read: {directive.error}. Reply again with only this JSON: "
@@ -233,6 +333,10 @@ class Game24Prompts(ToTPrompts):
 
     def response_format(self, directive: ModelDirective) -> dict[str, Any]:
         request = request_of(directive)
+        pairs = self._pairs(request) if isinstance(request, GenerateThoughts) else ()
+        if pairs:
+            return {"type": "json_schema", "json_schema": {"name": "tot_pair_steps",
+                                                           "schema": pairs_schema(pairs)}}
         if not (self.tries or self.last_results) or not isinstance(request, EvaluateThoughts):
             return super().response_format(directive)
         schema = scores_schema([t.id for t in request.thoughts], tries_entry() if self.tries else None,
@@ -242,14 +346,19 @@ class Game24Prompts(ToTPrompts):
 
     def read_reply(self, directive: ModelDirective, text: str) -> str:
         """With ``last_results``, an evaluation reply with each results entry replaced by the score its results
-        give (:func:`results_score`); any other reply, or one that is not JSON, as it is."""
+        give (:func:`results_score`); with ``pair_steps``, a generation reply written pair by pair as the list of
+        its steps (:func:`pairs_thoughts`); any other reply, or one that is not JSON, as it is."""
         request = request_of(directive)
-        if not self.last_results or not isinstance(request, EvaluateThoughts):
+        wanted = self.pair_steps if isinstance(request, GenerateThoughts) else self.last_results
+        if not wanted:
             return text
         try:
             reply = json.loads(text)
         except JSON_FAILURES:
             return text
+        if isinstance(request, GenerateThoughts):
+            steps = pairs_thoughts(reply)
+            return text if steps is None else json.dumps({"thoughts": steps})
         scores = reply.get("scores") if isinstance(reply, dict) else None
         if not isinstance(scores, dict):
             return text
