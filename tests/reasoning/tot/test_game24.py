@@ -192,6 +192,13 @@ def test_tot_g24_087_with_last_results_a_two_number_candidate_is_scored_by_the_r
     assert "write instead their sum, difference" in text and "write instead" not in plain.evaluation_user(directive)
     schema = results.response_format(directive)["json_schema"]["schema"]["properties"]["scores"]
     assert list(schema["properties"]["t1"]["properties"]) == ["sum", "difference", "product", "quotient"]
+    # Each result is held to the two numbers the candidate leaves, the larger first (the model writes the value:
+    # asked freely, it wrote the results of other numbers, "14 + 11 = 25" for 1 25).
+    total, quotient = (schema["properties"]["t1"]["properties"][k]["pattern"] for k in ("sum", "quotient"))
+    assert re.fullmatch(total, "14 + 10 = 24") and re.fullmatch(quotient, "14 / 10 = 1.4")
+    assert not re.fullmatch(total, "10 + 14 = 24") and not re.fullmatch(total, "14 + 11 = 25")
+    assert not re.fullmatch(total, "14 * 10 = 140") and not re.fullmatch(quotient, "14 / 10 = 1.42857142")
+    assert '"t1": {"sum": "14 + 10 = <value>"' in text
     assert '"sum"' in results.repair_user(CallLLMStream("c", "evaluation", directive, "x", "not JSON"))
     # The score is what the evaluator's own results say: one of them is 24, or none is. Its arithmetic is taken
     # as written (a wrong 24 still scores 1: nothing is recomputed).

@@ -10,10 +10,11 @@ scores them. IO and CoT are the paper's few-shot baselines.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import combinations
+from types import MappingProxyType
 from typing import Any
 
 from llamabot.models.tool_call_text import JSON_FAILURES
@@ -104,19 +105,33 @@ def tries_entry() -> dict[str, Any]:
 
 #: The longest try an evaluation reply may write per candidate (``(12 - 6) * 4 = 24`` is 18).
 TRY_CHARS = 48
-#: What the evaluator writes for a candidate that leaves two numbers, with ``last_results`` (each ``a op b = c``).
-RESULT_FIELDS = ("sum", "difference", "product", "quotient")
-RESULTS_SHAPE = ('{"sum": "a + b = <value>", "difference": "a - b = <value>", "product": "a * b = <value>", '
-                 '"quotient": "a / b = <value>"}')
-#: The longest result it may write (``14 / 11 = 1.2727`` is 16; longer decimals are cut).
-RESULT_CHARS = 20
+#: What the evaluator writes for a candidate that leaves two numbers, with ``last_results``: each ``a op b = c``
+#: on those two numbers, the larger first.
+RESULT_OPERATORS = {"sum": "+", "difference": "-", "product": "*", "quotient": "/"}
+RESULT_FIELDS = tuple(RESULT_OPERATORS)
 
 
-def results_entry() -> dict[str, Any]:
-    """JSON schema of the results written for a candidate that leaves two numbers (``last_results``)."""
+def _larger_first(pair: Sequence[Fraction]) -> tuple[str, str]:
+    big, small = sorted(pair, reverse=True)
+    return format_number(big), format_number(small)  # digits, '-' and '/': literal in a pattern as they are
+
+
+def results_entry(pair: Sequence[Fraction]) -> dict[str, Any]:
+    """JSON schema of the results written for a candidate that leaves the two numbers ``pair``
+    (``last_results``): ``{"sum": "25 + 1 = <value>", ...}``, each held by its pattern to those two numbers, the
+    larger first, so the model writes the values of the right numbers (it computes them; nothing is computed
+    for it)."""
+    big, small = _larger_first(pair)
     return {"type": "object",
-            "properties": {name: {"type": "string", "maxLength": RESULT_CHARS} for name in RESULT_FIELDS},
+            "properties": {name: {"type": "string", "pattern": f"^{big} [{op}] {small} = {_RESULT_PATTERN}$"}
+                           for name, op in RESULT_OPERATORS.items()},
             "required": list(RESULT_FIELDS), "additionalProperties": False}
+
+
+def results_shape(pair: Sequence[Fraction]) -> str:
+    """The results entry of ``pair`` as the evaluation prompt shows it."""
+    big, small = _larger_first(pair)
+    return "{" + ", ".join(f'"{name}": "{big} {op} {small} = <value>"' for name, op in RESULT_OPERATORS.items()) + "}"
 
 
 def results_score(entry: Any) -> float | None:
@@ -130,8 +145,9 @@ def results_score(entry: Any) -> float | None:
 
 
 #: A proposal written for one pair (``pair_steps``) is ``a op b = c`` on exactly that pair, the result a number.
-#: (Written without backslashes: llama.cpp's grammar reader does not take escapes such as ``\.`` in a literal.)
-_RESULT_PATTERN = r"-?[0-9]+([.][0-9]+)?(/[0-9]+)?"
+#: (Written without backslashes: llama.cpp's grammar reader does not take escapes such as ``\.`` in a literal;
+#: bounded, so that a long decimal ends.)
+_RESULT_PATTERN = r"-?[0-9]{1,7}([.][0-9]{1,4})?(/[0-9]{1,4})?"
 
 
 def number_pairs(left: Sequence[Fraction]) -> tuple[tuple[Fraction, Fraction], ...]:
@@ -310,16 +326,18 @@ class Game24Prompts(ToTPrompts):
             return f'"{pair_key(pair)}": ["{big} + or - {small} = <result>", "{big} * or / {small} = <result>"]'
         return '{"pairs": {' + ", ".join(shape(p) for p in pairs) + "}}"
 
-    def _two_left(self, directive: EvaluateThoughts) -> frozenset[str]:
-        """With ``last_results``, the ids of the candidates that leave two numbers (they get results)."""
+    def _two_left(self, directive: EvaluateThoughts) -> dict[str, tuple[Fraction, ...]]:
+        """With ``last_results``, the candidates that leave two numbers (they get results): id -> those numbers."""
         if not self.last_results:
-            return frozenset()
-        return frozenset(t.id for t in directive.thoughts
-                         if len(numbers_left(directive.problem, (*directive.path, t.content)) or ()) == 2)
+            return {}
+        lefts = {t.id: numbers_left(directive.problem, (*directive.path, t.content)) for t in directive.thoughts}
+        return {key: left for key, left in lefts.items() if left is not None and len(left) == 2}
 
-    def _scores_shape(self, thoughts: Sequence[ThoughtEntry], two: frozenset[str] = frozenset()) -> str:
+    def _scores_shape(self, thoughts: Sequence[ThoughtEntry],
+                      two: Mapping[str, Sequence[Fraction]] = MappingProxyType({})) -> str:
         each = '{"try": "<expression> = <value>", "score": <score>}' if self.tries else "<score>"
-        return '{"scores": {' + ", ".join(f'"{t.id}": {RESULTS_SHAPE if t.id in two else each}' for t in thoughts) + "}}"
+        return '{"scores": {' + ", ".join(
+            f'"{t.id}": {results_shape(two[t.id]) if t.id in two else each}' for t in thoughts) + "}}"
 
     def repair_user(self, directive: CallLLMStream) -> str:
         request = directive.request
@@ -340,7 +358,7 @@ class Game24Prompts(ToTPrompts):
         if not (self.tries or self.last_results) or not isinstance(request, EvaluateThoughts):
             return super().response_format(directive)
         schema = scores_schema([t.id for t in request.thoughts], tries_entry() if self.tries else None,
-                               {i: results_entry() for i in self._two_left(request)})
+                               {i: results_entry(left) for i, left in self._two_left(request).items()})
         name = "tot_scores_with_tries" if self.tries else "tot_scores"
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
 
