@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, Optional
 
@@ -46,16 +48,25 @@ def _score_style(score: float | None) -> str:
     return "green" if score >= 0.75 else "yellow" if score >= 0.4 else "red"
 
 
-def tree_view(machine: Any, streaming: str = "") -> Group:
+def tree_view(machine: Any, streaming: str = "", describe: Callable[[tuple[str, ...]], str] | None = None) -> Group:
     """A rich view of the search: the tree with scores (solution path starred, node being expanded marked),
-    the text streaming in, and a status line."""
+    the text streaming in, and a status line. ``describe`` shows a node from its path of thoughts (the Game of
+    24 shows each step with the numbers the game computed); without it, a node shows its thought as written."""
     root_id = machine.root_id
     on_path = set(machine.solution_path)
     tree = Tree(Text(f"problem: {machine.prompt or ''}", style="bold"))
 
+    def path_of(node: Any) -> tuple[str, ...]:
+        contents = []
+        while node.parent_id is not None:
+            contents.append(node.content)
+            node = machine.nodes[node.parent_id]
+        return tuple(reversed(contents))
+
     def label(node: Any) -> Text:
         score = "?" if node.score is None else f"{node.score:.2f}"
-        text = Text(f"{'★ ' if node.id in on_path else ''}{node.content} ", style="bold" if node.id in on_path else "")
+        shown = describe(path_of(node)) if describe is not None else node.content
+        text = Text(f"{'★ ' if node.id in on_path else ''}{shown} ", style="bold" if node.id in on_path else "")
         text.append(f"[{score}]", style=_score_style(node.score))
         if node.id == machine.current_node_id and machine.status.value in ("generating", "evaluating"):
             text.append(f"  ◀ {machine.status.value}", style="cyan")
@@ -102,7 +113,7 @@ def tot_command(
 
     from llamabot.errors import LlamabotError
     from llamabot.reasoning.tot.games.game24 import PuzzleError, check_game24, parse_puzzle
-    from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
+    from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts, shown_path_step
     from llamabot.reasoning.tot.games.game24_steps import is_solution_path
     from llamabot.reasoning.tot.graph import ToTBot
     from llamabot.reasoning.tot.prompts import ToTPrompts
@@ -125,14 +136,16 @@ def tot_command(
     live = Live(console=console, refresh_per_second=8)
     state: dict[str, Any] = {"machine": None, "streamed": []}
 
+    describe = partial(shown_path_step, problem) if is_game else None
+
     def on_step(machine: Any) -> None:
         state["machine"], state["streamed"] = machine, []
-        live.update(tree_view(machine))
+        live.update(tree_view(machine, describe=describe))
 
     def on_piece(piece: str) -> None:
         state["streamed"].append(piece)
         if state["machine"] is not None:
-            live.update(tree_view(state["machine"], "".join(state["streamed"])))
+            live.update(tree_view(state["machine"], "".join(state["streamed"]), describe))
 
     try:
         bot = ToTBot(
@@ -157,8 +170,9 @@ def tot_command(
         errors.print(f"[red]the search failed:[/red] {escape(str(result.diagnostics.get('error')))}{hint}")
         raise typer.Exit(1)
     console.print("best path:", markup=False)
-    for index, step in enumerate(result.solution_text, 1):
-        console.print(f"  {index}. {step}", markup=False, highlight=False)
+    path = tuple(result.solution_text)
+    for index, step in enumerate(path, 1):
+        console.print(f"  {index}. {describe(path[:index]) if describe else step}", markup=False, highlight=False)
     if is_game:
         ok = result.answer is not None and check_game24(problem, result.answer)
         verdict = "correct" if ok else "wrong" if result.answer else "no complete expression"

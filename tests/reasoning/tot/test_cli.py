@@ -44,6 +44,22 @@ def test_tot_cli_020_a_wrong_best_solution_is_reported_as_wrong():
     assert "check: wrong" in result.output or "check: no complete expression" in result.output
 
 
+def test_tot_cli_025_game_steps_show_the_numbers_the_game_computed_not_the_models_notes():
+    def wrong_notes(request):
+        if request.response_format["json_schema"]["name"] == "tot_thoughts":
+            return json_reply({"thoughts": ["12 / 12 = 1 (left: 7 13 144)", "13 - 7 = 6 (left: 6 12 99)"]})
+        ids = request.response_format["json_schema"]["schema"]["properties"]["scores"]["required"]
+        return json_reply({"scores": {i: 0.5 for i in ids}})
+
+    name = register_scripted_provider(ScriptedModel(responder=wrong_notes, name="notes"), prefix="scripted-tot-notes")
+    result = CliRunner().invoke(app, ["tot", "7 12 12 13", "--model", name, "--no-stream", "-b", "2", "-d", "1"],
+                                env=ENV)
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "12 / 12 = 1 (left: 7 13 1)" in out and "13 - 7 = 6 (left: 12 12 6)" in out  # tree and best path
+    assert "7 13 144" not in out and "6 12 99" not in out
+
+
 def test_tot_cli_030_bad_input_is_rejected_with_a_clear_message():
     runner = CliRunner()
     bad_puzzle = runner.invoke(app, ["tot", "four nine ten"], env=ENV)

@@ -216,14 +216,19 @@ def shown_step(text: str) -> str:
     return f"{format_number(step.a)} {step.op} {format_number(step.b)} = {format_number(step.result)}"
 
 
+def shown_path_step(problem: str, path: Sequence[str]) -> str:
+    """The last step of ``path`` as the game reads it, with the numbers left that the game computed
+    (``"12 / 12 = 1 (left: 7 13 1)"``), never the model's own ``(left: ...)`` note; the prompts and the CLI's
+    tree show steps so. A path that breaks the rules shows its last step without numbers left."""
+    left = numbers_left(problem, path)
+    return shown_step(path[-1]) + (f" (left: {format_numbers(left)})" if left is not None else "")
+
+
 def _state(problem: str, path: tuple[str, ...]) -> tuple[list[str], str | None]:
     lines = [f"Numbers: {problem}"]
     if path:
         lines.append("Steps so far:")
-        for depth in range(1, len(path) + 1):
-            left = numbers_left(problem, path[:depth])
-            shown = f" (left: {format_numbers(left)})" if left is not None else ""
-            lines.append(f"{shown_step(path[depth - 1])}{shown}")
+        lines.extend(shown_path_step(problem, path[:depth]) for depth in range(1, len(path) + 1))
     left = numbers_left(problem, path)
     return lines, format_numbers(left) if left is not None else None
 
