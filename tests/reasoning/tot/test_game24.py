@@ -269,26 +269,27 @@ def test_tot_g24_088_with_pair_steps_three_numbers_left_get_two_steps_per_pair_h
     directive = GenerateThoughts("c", "n1", "1 5 9 11", ("5 + 9 = 14",), 6)
     plain, pairs = Game24Prompts(), Game24Prompts(pair_steps=True)
     text = pairs.generation_user(directive)
-    assert "1 and 11; 1 and 14; 11 and 14" in text and "adds or subtracts" in text
+    assert "1 and 11; 1 and 14; 11 and 14" in text and "subtracts or divides" in text
     assert "each pair" not in plain.generation_user(directive)
     schema = pairs.response_format(directive)["json_schema"]
     assert schema["name"] == "tot_pair_steps" and plain.response_format(directive)["json_schema"]["name"] == "tot_thoughts"
     per_pair = schema["schema"]["properties"]["pairs"]
     assert per_pair["required"] == ["1 and 11", "1 and 14", "11 and 14"]
-    additive, multiplicative = (item["pattern"] for item in per_pair["properties"]["1 and 14"]["prefixItems"])
-    # The grammar holds each step to its pair, the larger number first, and to its kind of operation; the
-    # model chooses the operation and writes the result (nothing is computed for it).
-    assert re.fullmatch(additive, "14 - 1 = 13") and re.fullmatch(additive, "14 + 1 = 99")
-    assert not re.fullmatch(additive, "1 - 14 = -13") and not re.fullmatch(additive, "14 * 1 = 14")
-    assert not re.fullmatch(additive, "11 + 14 = 25") and re.fullmatch(multiplicative, "14 / 1 = 14")
-    assert re.fullmatch(multiplicative, "14 / 1 = 2.5") and re.fullmatch(multiplicative, "14 / 1 = 7/2")
+    grows, shrinks = (item["pattern"] for item in per_pair["properties"]["1 and 14"]["prefixItems"])
+    # The grammar holds each step to its pair, the larger number first, and to its kind of operation (+ or *,
+    # then - or /); the model chooses the operation and writes the result (nothing is computed for it).
+    assert re.fullmatch(grows, "14 * 1 = 14") and re.fullmatch(grows, "14 + 1 = 99")
+    assert not re.fullmatch(grows, "1 + 14 = 15") and not re.fullmatch(grows, "14 - 1 = 13")
+    assert not re.fullmatch(grows, "11 + 14 = 25") and re.fullmatch(shrinks, "14 - 1 = 13")
+    assert re.fullmatch(shrinks, "14 / 1 = 2.5") and re.fullmatch(shrinks, "14 / 1 = 7/2")
+    assert not re.fullmatch(shrinks, "1 - 14 = -13") and not re.fullmatch(shrinks, "14 * 1 = 14")
     # The reply is read as its steps, the first of every pair before the second ones (so the machine's cut to
     # branching_factor keeps every pair).
-    reply = json.dumps({"pairs": {"1 and 11": ["11 - 1 = 10", "11 * 1 = 11"], "1 and 14": ["14 + 1 = 15", "14 / 1 = 14"],
-                                  "11 and 14": ["14 + 11 = 25", "14 * 11 = 154"]}})
+    reply = json.dumps({"pairs": {"1 and 11": ["11 * 1 = 11", "11 - 1 = 10"], "1 and 14": ["14 + 1 = 15", "14 / 1 = 14"],
+                                  "11 and 14": ["14 + 11 = 25", "14 - 11 = 3"]}})
     read = pairs.read_reply(directive, reply)
-    assert parse_thoughts(read)[0] == ["11 - 1 = 10", "14 + 1 = 15", "14 + 11 = 25", "11 * 1 = 11", "14 / 1 = 14",
-                                       "14 * 11 = 154"]
+    assert parse_thoughts(read)[0] == ["11 * 1 = 11", "14 + 1 = 15", "14 + 11 = 25", "11 - 1 = 10", "14 / 1 = 14",
+                                       "14 - 11 = 3"]
     assert pairs.read_reply(directive, "not JSON") == "not JSON" and plain.read_reply(directive, reply) == reply
     assert '"1 and 11"' in pairs.repair_user(CallLLMStream("c", "generation", directive, "x", "not JSON"))
     # Four distinct numbers make six pairs: proposals stay free; repeats make fewer pairs (4 10 4: two).
@@ -299,7 +300,7 @@ def test_tot_g24_088_with_pair_steps_three_numbers_left_get_two_steps_per_pair_h
 
 
 def _pairs_model(request):
-    """The oracle, except that a pair-steps request gets, for each pair, its sum (or difference) and product
+    """The oracle, except that a pair-steps request gets, for each pair, its sum (or product) and difference
     (or quotient), the one that keeps the puzzle solvable first (right arithmetic)."""
     from tests.reasoning.tot.helpers import schema_name, solvable
 
@@ -313,7 +314,7 @@ def _pairs_model(request):
         rest.remove(a)
         rest.remove(b)
         steps = []
-        for ops in (("+", "-"), ("*", "/")):
+        for ops in (("+", "*"), ("-", "/")):
             values = {"+": a + b, "-": a - b, "*": a * b, "/": a / b if b else None}
             choices = [op for op in ops if values[op] is not None]
             op = next((op for op in choices if solvable([*rest, values[op]])), choices[0])
