@@ -52,20 +52,15 @@ def tree_view(machine: Any, streaming: str = "", describe: Callable[[tuple[str, 
     """A rich view of the search: the tree with scores (solution path starred, node being expanded marked),
     the text streaming in, and a status line. ``describe`` shows a node from its path of thoughts (the Game of
     24 shows each step with the numbers the game computed); without it, a node shows its thought as written."""
+    from llamabot.reasoning.tot.machine import path_texts
+
     root_id = machine.root_id
     on_path = set(machine.solution_path)
     tree = Tree(Text(f"problem: {machine.prompt or ''}", style="bold"))
 
-    def path_of(node: Any) -> tuple[str, ...]:
-        contents = []
-        while node.parent_id is not None:
-            contents.append(node.content)
-            node = machine.nodes[node.parent_id]
-        return tuple(reversed(contents))
-
     def label(node: Any) -> Text:
         score = "?" if node.score is None else f"{node.score:.2f}"
-        shown = describe(path_of(node)) if describe is not None else node.content
+        shown = describe(path_texts(machine, node.id)) if describe is not None else node.content
         text = Text(f"{'★ ' if node.id in on_path else ''}{shown} ", style="bold" if node.id in on_path else "")
         text.append(f"[{score}]", style=_score_style(node.score))
         if node.id == machine.current_node_id and machine.status.value in ("generating", "evaluating"):

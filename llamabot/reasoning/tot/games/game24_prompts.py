@@ -330,7 +330,8 @@ class Game24Prompts(ToTPrompts):
     def _pairs_shape(pairs: Sequence[tuple[Fraction, Fraction]]) -> str:
         def shape(pair: tuple[Fraction, Fraction]) -> str:
             big, small = (format_number(n) for n in sorted(pair, reverse=True))
-            return f'"{pair_key(pair)}": ["{big} + or * {small} = <result>", "{big} - or / {small} = <result>"]'
+            steps = ", ".join(f'"{big} {" or ".join(ops.strip("[]"))} {small} = <result>"' for ops in PAIR_OPERATIONS)
+            return f'"{pair_key(pair)}": [{steps}]'
         return '{"pairs": {' + ", ".join(shape(p) for p in pairs) + "}}"
 
     def _two_left(self, directive: EvaluateThoughts) -> dict[str, tuple[Fraction, ...]]:
