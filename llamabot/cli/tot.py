@@ -25,7 +25,9 @@ MODEL_OPTION = typer.Option(
 )
 STRATEGY_OPTION = typer.Option("best_first", "--strategy", help="Traversal: best_first, bfs or dfs.")
 BEAM_OPTION = typer.Option(None, "--beam", help="Cap on the best-first frontier (beam_width).")
-BRANCHING_OPTION = typer.Option(3, "--branching", "-b", help="Thoughts asked for per expansion.")
+BRANCHING_OPTION = typer.Option(None, "--branching", "-b", min=1,
+                                help="Thoughts asked for per expansion (default: 6 for the Game of 24, both steps of "
+                                     "each of three pairs; 3 for other problems).")
 DEPTH_OPTION = typer.Option(3, "--depth", "-d", help="Maximum depth of the tree (the game needs 3 steps).")
 VERIFY_OPTION = typer.Option(False, "--verify", help="Game of 24: stop at the first path the checker accepts.")
 DEEPER_OPTION = typer.Option(False, "--prefer-deeper/--no-prefer-deeper",
@@ -35,9 +37,10 @@ TRIES_OPTION = typer.Option(False, "--tries/--no-tries",
 RESULTS_OPTION = typer.Option(True, "--last-results/--no-last-results",
                               help="Game of 24: for a candidate that leaves two numbers, the evaluator writes their "
                                    "four results instead of a score (it scores 1 when one of them is 24).")
-PAIRS_OPTION = typer.Option(False, "--pair-steps/--no-pair-steps",
+PAIRS_OPTION = typer.Option(True, "--pair-steps/--no-pair-steps",
                             help="Game of 24: with three numbers left, the model proposes two steps for each pair of "
-                                 "them (one + or *, one - or /) instead of free proposals.")
+                                 "them (one + or *, one - or /) instead of free proposals (use --branching 6 to keep "
+                                 "them all).")
 MAX_TOKENS_OPTION = typer.Option(512, "--max-tokens", help="Upper bound on each reply's length in tokens.")
 MAX_CALLS_OPTION = typer.Option(None, "--max-calls", min=2, help="Model-call budget (generate, evaluate, repair).")
 
@@ -87,7 +90,7 @@ def tot_command(
     problem: str = typer.Argument(..., help="Game of 24: four numbers, e.g. '4 9 10 13'; with --game none, any problem."),
     model: Optional[str] = MODEL_OPTION,  # noqa: UP045 (typer needs Optional on 3.10)
     game: str = typer.Option("game24", "--game", help="game24, or none for a free-form problem."),
-    branching: int = BRANCHING_OPTION,
+    branching: Optional[int] = BRANCHING_OPTION,  # noqa: UP045
     depth: int = DEPTH_OPTION,
     strategy: str = STRATEGY_OPTION,
     beam: Optional[int] = BEAM_OPTION,  # noqa: UP045
@@ -122,6 +125,8 @@ def tot_command(
             parse_puzzle(problem)
         except PuzzleError as exc:
             raise typer.BadParameter(str(exc)) from exc
+    if branching is None:
+        branching = 6 if is_game else 3
     options = {
         "branching_factor": branching, "max_depth": depth, "traversal_strategy": strategy, "beam_width": beam,
         "max_nodes": max_nodes, "max_duration_ms": max_seconds * 1000 if max_seconds else None,
@@ -185,7 +190,8 @@ def eval_tot_command(
     model: Optional[str] = MODEL_OPTION,  # noqa: UP045
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the JSON report here."),  # noqa: UP045
     methods: str = typer.Option("io,cot,tot", "--methods", help="Comma-separated: io, cot, tot."),
-    branching: int = typer.Option(5, "--branching", "-b", help="Thoughts asked for per expansion."),
+    branching: int = typer.Option(6, "--branching", "-b", help="Thoughts asked for per expansion (6: with three "
+                                  "numbers left, both steps of each of the three pairs)."),
     depth: int = DEPTH_OPTION,
     strategy: str = STRATEGY_OPTION,
     beam: Optional[int] = BEAM_OPTION,  # noqa: UP045

@@ -3,8 +3,8 @@
 Importing this package is cheap (no LiteLLM, no model): ``check_game24`` is imported directly, everything else
 on first use.
 
-    from llamabot.reasoning.tot import ToTBot, Game24Prompts, check_game24
-    result = ToTBot(prompts=Game24Prompts(), min_depth=3)("4 9 10 13")
+    from llamabot.reasoning.tot import GAME24_TOT_OPTIONS, Game24Prompts, ToTBot, check_game24
+    result = ToTBot(prompts=Game24Prompts(), **GAME24_TOT_OPTIONS)("4 9 10 13")  # the measured game options
     check_game24("4 9 10 13", result.answer)
 """
 
@@ -16,6 +16,7 @@ from llamabot.lazy import lazy_attributes
 from llamabot.reasoning.tot.games.game24 import check_game24
 
 _EXPORTS: dict[str, str] = {
+    "GAME24_TOT_OPTIONS": "llamabot.reasoning.tot.evaluation",
     "ToTBot": "llamabot.reasoning.tot.graph",
     "AsyncToTBot": "llamabot.reasoning.tot.graph",
     "ToTMachine": "llamabot.reasoning.tot.machine",
@@ -38,12 +39,13 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
-    "AsyncToTBot", "Env", "Game24Prompts", "Status", "TerminationReason", "ToTBot", "ToTError", "ToTMachine",
+    "GAME24_TOT_OPTIONS", "AsyncToTBot", "Env", "Game24Prompts", "Status", "TerminationReason", "ToTBot", "ToTError", "ToTMachine",
     "ToTOptions", "ToTPrompts", "ToTResult", "build_result", "check_game24", "from_dict", "new_machine",
     "parse_scores", "parse_thoughts", "to_dict", "tree_to_mermaid", "update",
 ]
 
 if TYPE_CHECKING:
+    from llamabot.reasoning.tot.evaluation import GAME24_TOT_OPTIONS
     from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
     from llamabot.reasoning.tot.graph import AsyncToTBot, ToTBot
     from llamabot.reasoning.tot.machine import (

@@ -36,12 +36,14 @@ METHODS = ("io", "cot", "tot")
 
 #: ToT defaults for the Game of 24 on a small local model: three steps, only full paths count as answers,
 #: and budgets in model calls and nodes (not seconds, so a result does not depend on the machine's speed):
-#: at most 14 calls and 45 nodes per puzzle, 5 proposals per expansion, no convergence stop (a search ends on its
-#: budget or an answer). Measured on the hard dev sample with the evaluator writing the results of the last two
-#: numbers (``Game24Prompts(last_results=True)``, the default): see docs/design/tot/tot-EARS.md. A wall-clock
-#: limit stays available (``max_duration_ms``, ``--max-seconds``), off by default.
+#: at most 14 calls and 45 nodes per puzzle, 6 proposals per expansion (with three numbers left, both steps of each
+#: of the three pairs: ``Game24Prompts(pair_steps=True)``), no convergence stop (a search ends on its budget or an
+#: answer). Measured on the hard dev sample with the evaluator writing the results of the last two numbers
+#: (``last_results``) and the steps proposed pair by pair (``pair_steps``), both defaults: see
+#: docs/design/tot/tot-EARS.md. A wall-clock limit stays available (``max_duration_ms``, ``--max-seconds``), off by
+#: default.
 GAME24_TOT_OPTIONS: Mapping[str, Any] = MappingProxyType({
-    "branching_factor": 5,
+    "branching_factor": 6,
     "max_depth": 3,
     "min_depth": 3,
     "traversal_strategy": "best_first",

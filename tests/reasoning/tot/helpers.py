@@ -65,15 +65,38 @@ def _left(text: str) -> list[Fraction]:
     return [Fraction(n) for n in match.group(1).split()] if match else []
 
 
+def _pair_steps(request: ModelRequest) -> dict[str, list[str]]:
+    """For each pair a pair-steps request names, its sum (or product) and its difference (or quotient), the one
+    that keeps the puzzle solvable first (right arithmetic)."""
+    left = _left(request.last_user_text)
+    pairs = {}
+    for key in request.response_format["json_schema"]["schema"]["properties"]["pairs"]["required"]:
+        a, b = sorted((Fraction(n) for n in key.split(" and ")), reverse=True)
+        rest = list(left)
+        rest.remove(a)
+        rest.remove(b)
+        steps = []
+        for ops in (("+", "*"), ("-", "/")):
+            values = {"+": a + b, "-": a - b, "*": a * b, "/": a / b if b else None}
+            choices = [op for op in ops if values[op] is not None]
+            op = next((op for op in choices if solvable([*rest, values[op]])), choices[0])
+            steps.append(f"{format_number(a)} {op} {format_number(b)} = {format_number(values[op])}")
+        pairs[key] = steps
+    return pairs
+
+
 def game24_oracle(request: ModelRequest):
-    """A scripted 'perfect' Game-of-24 model: proposes steps that keep the puzzle solvable first, and scores
-    each candidate 1 if its numbers left can make 24, else 0. IO/CoT requests get a fixed wrong answer."""
+    """A scripted 'perfect' Game-of-24 model: proposes steps that keep the puzzle solvable first (free, or two
+    per pair for a pair-steps request), and scores each candidate 1 if its numbers left can make 24, else 0.
+    IO/CoT requests get a fixed wrong answer."""
     if request.response_format is None:
         return "Answer: 1 + 2 = 24"
     text = request.last_user_text
     if schema_name(request) == "tot_thoughts":
         steps = sorted(_steps(_left(text)), key=lambda s: not solvable(s[1]))
         return json_reply({"thoughts": [s for s, _ in steps[: requested_count(request)]]})
+    if schema_name(request) == "tot_pair_steps":
+        return json_reply({"pairs": _pair_steps(request)})
     scores = {}
     for line in text.splitlines():
         match = re.match(r"(t\d+): .* -> left: ([0-9/ ]+)(?: \(.*\))?$", line)

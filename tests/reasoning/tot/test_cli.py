@@ -27,7 +27,9 @@ def test_tot_cli_010_tot_prints_the_tree_the_best_solution_and_its_check():
     assert "termination: threshold" in out
     assert "best solution: (10 - 4) * (13 - 9)  check: correct" in out
     assert "flowchart TD" in out and "classDef solution" in out
-    assert model.requests[0].response_format["json_schema"]["name"] == "tot_thoughts"  # reached via LiteLLM
+    kinds = [r.response_format["json_schema"]["name"] for r in model.requests]  # reached via LiteLLM
+    # The game's defaults: free proposals from four numbers, then, with branching 6, two steps per pair.
+    assert kinds[0] == "tot_thoughts" and "tot_pair_steps" in kinds
 
 
 def test_tot_cli_020_a_wrong_best_solution_is_reported_as_wrong():
@@ -93,7 +95,8 @@ def test_tot_cli_040_eval_reports_success_nodes_tokens_and_time_for_tot_io_and_c
     options = report["config"]["tot_options"]  # TOT-EVAL-040: calls and nodes, not seconds, by default
     assert options["max_model_calls"] == 14 and options["max_nodes"] == 45 and options["max_duration_ms"] is None
     assert {k: options[k] for k in GAME24_TOT_OPTIONS} == dict(GAME24_TOT_OPTIONS)  # the CLI's defaults are these
-    assert options["prefer_deeper"] is True
+    assert options["prefer_deeper"] is True and options["branching_factor"] == 6
+    assert report["config"]["pair_steps"] is True and report["config"]["last_results"] is True
     assert report["provenance"]["model"] == name and set(report["provenance"]["prompts"]) == {"io", "cot", "tot"}
     assert [a["puzzle"] for a in report["attempts"]] == ["4 9 10 13"] * 3 + ["1 1 4 6"] * 3
 

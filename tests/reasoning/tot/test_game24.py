@@ -221,7 +221,7 @@ def _results_model(request):
     """The oracle, except that a candidate leaving two numbers gets its four results (right arithmetic)."""
     from tests.reasoning.tot.helpers import game24_oracle, schema_name
 
-    if request.response_format is None or schema_name(request) == "tot_thoughts":
+    if request.response_format is None or schema_name(request) in ("tot_thoughts", "tot_pair_steps"):
         return game24_oracle(request)
     entries = request.response_format["json_schema"]["schema"]["properties"]["scores"]["properties"]
     scores = json.loads(game24_oracle(request).content)["scores"]
@@ -267,7 +267,7 @@ def test_tot_g24_088_with_pair_steps_three_numbers_left_get_two_steps_per_pair_h
 
     # after 5 + 9 = 14 the numbers left are 1 11 14: three pairs
     directive = GenerateThoughts("c", "n1", "1 5 9 11", ("5 + 9 = 14",), 6)
-    plain, pairs = Game24Prompts(), Game24Prompts(pair_steps=True)
+    plain, pairs = Game24Prompts(pair_steps=False), Game24Prompts()  # pairs are the default
     text = pairs.generation_user(directive)
     assert "1 and 11; 1 and 14; 11 and 14" in text and "subtracts or divides" in text
     assert "each pair" not in plain.generation_user(directive)
@@ -283,8 +283,12 @@ def test_tot_g24_088_with_pair_steps_three_numbers_left_get_two_steps_per_pair_h
     assert not re.fullmatch(grows, "11 + 14 = 25") and re.fullmatch(shrinks, "14 - 1 = 13")
     assert re.fullmatch(shrinks, "14 / 1 = 2.5") and re.fullmatch(shrinks, "14 / 1 = 7/2")
     assert not re.fullmatch(shrinks, "1 - 14 = -13") and not re.fullmatch(shrinks, "14 * 1 = 14")
-    # The reply is read as its steps, the first of every pair before the second ones (so the machine's cut to
-    # branching_factor keeps every pair).
+    # Asked for fewer thoughts than two per pair, proposals stay free (a cut would keep only + or * steps).
+    short = GenerateThoughts("c", "n1", "1 5 9 11", ("5 + 9 = 14",), 5)
+    assert pairs.response_format(short) == plain.response_format(short) and "each pair" not in pairs.generation_user(short)
+    two_pairs = GenerateThoughts("c", "n1", "4 9 10 13", ("13 - 9 = 4",), 4)  # 4 10 4: two pairs, four steps
+    assert pairs.response_format(two_pairs)["json_schema"]["name"] == "tot_pair_steps"
+    # The reply is read as its steps, the first of every pair before the second ones.
     reply = json.dumps({"pairs": {"1 and 11": ["11 * 1 = 11", "11 - 1 = 10"], "1 and 14": ["14 + 1 = 15", "14 / 1 = 14"],
                                   "11 and 14": ["14 + 11 = 25", "14 - 11 = 3"]}})
     read = pairs.read_reply(directive, reply)
@@ -299,37 +303,13 @@ def test_tot_g24_088_with_pair_steps_three_numbers_left_get_two_steps_per_pair_h
     assert pairs.prompt_texts() != plain.prompt_texts() and pairs.options()["pair_steps"]
 
 
-def _pairs_model(request):
-    """The oracle, except that a pair-steps request gets, for each pair, its sum (or product) and difference
-    (or quotient), the one that keeps the puzzle solvable first (right arithmetic)."""
-    from tests.reasoning.tot.helpers import schema_name, solvable
-
-    if request.response_format is None or schema_name(request) != "tot_pair_steps":
-        return _results_model(request)
-    left = [Fraction(n) for n in re.search(r"Numbers left: ([0-9/ ]+)", request.last_user_text).group(1).split()]
-    pairs = {}
-    for key in request.response_format["json_schema"]["schema"]["properties"]["pairs"]["required"]:
-        a, b = sorted((Fraction(n) for n in key.split(" and ")), reverse=True)
-        rest = list(left)
-        rest.remove(a)
-        rest.remove(b)
-        steps = []
-        for ops in (("+", "*"), ("-", "/")):
-            values = {"+": a + b, "-": a - b, "*": a * b, "/": a / b if b else None}
-            choices = [op for op in ops if values[op] is not None]
-            op = next((op for op in choices if solvable([*rest, values[op]])), choices[0])
-            steps.append(f"{a} {op} {b} = {values[op]}")
-        pairs[key] = steps
-    return json_reply({"pairs": pairs})
-
-
 def test_tot_g24_088_a_search_with_pair_steps_solves_and_asks_for_pairs_only_where_three_numbers_are_left():
     from llamabot.models.scripted import ScriptedModel
     from llamabot.reasoning.tot.graph import ToTBot
     from tests.reasoning.tot.helpers import schema_name
 
-    model = ScriptedModel(responder=_pairs_model)
-    bot = ToTBot(model, prompts=Game24Prompts(pair_steps=True), branching_factor=5, min_depth=3, max_depth=3,
+    model = ScriptedModel(responder=_results_model)
+    bot = ToTBot(model, prompts=Game24Prompts(), branching_factor=6, min_depth=3, max_depth=3,
                  max_model_calls=12, prefer_deeper=True)
     result = bot("4 9 10 13")
     assert check_game24("4 9 10 13", result.answer)
@@ -346,4 +326,4 @@ def test_tot_g24_088_a_search_with_pair_steps_solves_and_asks_for_pairs_only_whe
         children = [n for n in nodes.values() if n.parent_id == parent]
         pairs = number_pairs(numbers_left("4 9 10 13", path_texts(result.machine, parent)))
         used = {tuple(sorted((parse_step(n.content).a, parse_step(n.content).b))) for n in children}
-        assert used == {tuple(sorted(p)) for p in pairs} and len(children) <= 5
+        assert used == {tuple(sorted(p)) for p in pairs} and len(children) <= 6

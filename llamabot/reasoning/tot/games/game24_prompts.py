@@ -248,22 +248,34 @@ class Game24Prompts(ToTPrompts):
     candidate scores 1 when one of the results it wrote is 24, else 0 (the paper's value prompt: *sure* when its
     own arithmetic reaches 24, *impossible* when it does not); other candidates are scored as before.
     ``pair_steps``: where three or more numbers are left and they make at most :data:`MAX_PAIRS` distinct
-    pairs, the model proposes two steps for each pair, one that adds or multiplies it and one that subtracts or
+    pairs, and the expansion asks for enough thoughts to keep two steps of every pair (``branching_factor`` 6 for
+    three pairs), the model proposes two steps for each pair, one that adds or multiplies it and one that subtracts or
     divides it (``{"pairs": {"1 and 11": ["11 + 1 = 12", "11 - 1 = 10"], ...}}``, each step held to its pair and
     operations by the grammar), so that every pair is tried, and with a subtraction or a division, not only the
-    first numbers listed with the same operation; the model still chooses each operation and writes the results. The
-    machine keeps the first ``branching_factor`` of them (the first step of every pair, then the second ones).
+    first numbers listed with the same operation; the model still chooses each operation and writes the results.
+    With fewer thoughts asked for, proposals stay free (a cut would keep only the ``+``/``*`` steps). On by default,
+    with ``branching_factor`` 6 in :data:`~llamabot.reasoning.tot.evaluation.GAME24_TOT_OPTIONS` and the CLI: measured
+    on the hard dev puzzles (docs/design/tot/tot-EARS.md).
     """
 
     generation_prompt: str = GAME24_SYSTEM
     evaluation_prompt: str = GAME24_SYSTEM
     tries: bool = False
     last_results: bool = True
-    pair_steps: bool = False
+    pair_steps: bool = True
 
     def options(self) -> dict[str, bool]:
         """The switches of these prompts, as a report records them."""
         return {"tries": self.tries, "last_results": self.last_results, "pair_steps": self.pair_steps}
+
+    def prompt_texts(self, problem: str = "1 2 3 4", path: tuple[str, ...] = ("1 + 2 = 3",)) -> tuple[str, ...]:
+        """As :meth:`ToTPrompts.prompt_texts`, plus, with ``pair_steps``, a generation turn asking for two steps per
+        pair (so that a change to that template changes the version too)."""
+        texts = super().prompt_texts(problem, path)
+        if not self.pair_steps:
+            return texts
+        pairs = GenerateThoughts("version", "n0", problem, path, MAX_PAIRS * len(PAIR_OPERATIONS))
+        return (*texts, self.generation_user(pairs))
 
     def generation_user(self, directive: GenerateThoughts) -> str:
         lines, left = _state(directive.problem, directive.path)
@@ -324,7 +336,8 @@ class Game24Prompts(ToTPrompts):
         if left is None or len(left) < 3:
             return ()
         pairs = number_pairs(left)
-        return pairs if len(pairs) <= MAX_PAIRS else ()
+        fits = len(pairs) <= MAX_PAIRS and len(pairs) * len(PAIR_OPERATIONS) <= directive.count
+        return pairs if fits else ()
 
     @staticmethod
     def _pairs_shape(pairs: Sequence[tuple[Fraction, Fraction]]) -> str:
