@@ -188,7 +188,8 @@ def eval_tot_command(
     dataset: str = typer.Option("game24", "--dataset", help="The dataset kind (game24)."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Use the first N puzzles."),  # noqa: UP045
     model: Optional[str] = MODEL_OPTION,  # noqa: UP045
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the JSON report here."),  # noqa: UP045
+    out: Optional[Path] = typer.Option(  # noqa: UP045
+        None, "--out", "-o", help='Write the JSON report here (after every attempt, "partial": true until the end).'),
     methods: str = typer.Option("io,cot,tot", "--methods", help="Comma-separated: io, cot, tot."),
     branching: int = typer.Option(6, "--branching", "-b", help="Thoughts asked for per expansion (6: with three "
                                   "numbers left, both steps of each of the three pairs)."),
@@ -242,7 +243,8 @@ def eval_tot_command(
         with progress:
             prompts = Game24Prompts(tries=tries, last_results=last_results, pair_steps=pair_steps)
             report = evaluate_game24(puzzles, model, methods=chosen, tot_options=options, verify=verify,
-                                     prompts=prompts, dataset=str(path), on_attempt=on_attempt, max_tokens=max_tokens)
+                                     prompts=prompts, dataset=str(path), on_attempt=on_attempt, max_tokens=max_tokens,
+                                     checkpoint=partial(_write_report, out) if out is not None else None)
     except (LlamabotError, ValueError) as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(1) from exc
@@ -257,8 +259,16 @@ def eval_tot_command(
                       f"{s.mean_seconds:.1f} s")
     console.print(table)
     if out is not None:
-        out.write_text(json.dumps(report.to_dict(), indent=2))
+        _write_report(out, report)
         console.print(f"report written to {out}", markup=False, highlight=False)
+
+
+def _write_report(out: Path, report: Any) -> None:
+    """Write the JSON report whole or not at all (a temporary file renamed over ``out``): it is rewritten after
+    every attempt, and a run killed while writing must not leave half a file."""
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(json.dumps(report.to_dict(), indent=2))
+    tmp.replace(out)
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:

@@ -122,12 +122,18 @@ class EvalReport:
             ))
         return out
 
+    @property
+    def partial(self) -> bool:
+        """Whether attempts are missing: the run is still going, or it was interrupted."""
+        return len(self.attempts) < self.config.get("puzzles", 0) * len(self.config.get("methods", ()))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
             "dataset": self.dataset,
             "config": self.config,
             "provenance": self.provenance,
+            "partial": self.partial,
             "summary": [asdict(s) for s in self.summaries()],
             "attempts": [asdict(a) for a in self.attempts],
         }
@@ -223,9 +229,12 @@ def evaluate_game24(
     prompts: Game24Prompts | None = None,
     dataset: str = "game24",
     on_attempt: Callable[[Attempt], None] | None = None,
+    checkpoint: Callable[[EvalReport], None] | None = None,
     **completion_kwargs: Any,
 ) -> EvalReport:
-    """Run every method on every puzzle (puzzle by puzzle) on one model; ``on_attempt`` sees each result.
+    """Run every method on every puzzle (puzzle by puzzle) on one model; ``on_attempt`` sees each result and
+    ``checkpoint`` the report so far after each one (``partial`` until the last), so that an interrupted run of
+    hours keeps what it finished.
     ``prompts``: ToT's Game-of-24 prompts and their options (default :func:`game24_prompts`); the report
     records their options (``tries``, ``last_results``, ``pair_steps``) and a hash of their texts."""
     unknown = [m for m in methods if m not in METHODS]
@@ -249,4 +258,6 @@ def evaluate_game24(
             report.attempts.append(attempt)
             if on_attempt is not None:
                 on_attempt(attempt)
+            if checkpoint is not None:
+                checkpoint(report)
     return report

@@ -101,6 +101,29 @@ def test_tot_cli_040_eval_reports_success_nodes_tokens_and_time_for_tot_io_and_c
     assert [a["puzzle"] for a in report["attempts"]] == ["4 9 10 13"] * 3 + ["1 1 4 6"] * 3
 
 
+def test_tot_cli_045_an_interrupted_eval_keeps_the_attempts_it_finished_in_its_report(tmp_path):
+    calls = []
+
+    def stopped_on_the_third_call(request):
+        calls.append(request)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # the user presses Ctrl-C during the third puzzle
+        return game24_oracle(request)
+
+    name = register_scripted_provider(ScriptedModel(responder=stopped_on_the_third_call, name="ctrl-c"),
+                                      prefix="scripted-tot-ctrl-c")
+    dataset = tmp_path / "puzzles.csv"
+    dataset.write_text("Rank,Puzzles\n1,4 9 10 13\n2,1 1 4 6\n3,1 1 11 11\n")
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(app, ["eval", "tot", str(dataset), "--methods", "io", "--model", name, "--out", str(out)],
+                                env=ENV)
+    assert result.exit_code == 130  # interrupted
+    report = json.loads(out.read_text())
+    assert report["partial"] is True and [a["puzzle"] for a in report["attempts"]] == ["4 9 10 13", "1 1 4 6"]
+    assert report["summary"][0]["puzzles"] == 2 and report["provenance"]["model"] == name
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
 def test_tot_cli_050_eval_rejects_an_unreadable_dataset_naming_the_line(tmp_path):
     dataset = tmp_path / "bad.txt"
     dataset.write_text("4 9 10 13\nnot a puzzle\n")

@@ -91,3 +91,13 @@ def test_tot_eval_050_the_report_records_model_decoding_prompt_versions_and_comm
     assert set(provenance["prompts"]) == {"io", "tot"} and provenance["prompts"]["io"] != provenance["prompts"]["tot"]
     changed = replace(Game24Prompts(), evaluation_prompt="Score the steps.")
     assert prompt_version(changed.prompt_texts()) != provenance["prompts"]["tot"]
+
+
+def test_tot_eval_060_the_report_is_checkpointed_after_every_attempt_and_says_when_it_is_partial():
+    snapshots = []
+    report = evaluate_game24(["4 9 10 13", "1 1 4 6"], ScriptedModel(responder=game24_oracle), methods=["io", "cot"],
+                             checkpoint=lambda r: snapshots.append(r.to_dict()))
+    assert [len(s["attempts"]) for s in snapshots] == [1, 2, 3, 4]
+    assert [s["partial"] for s in snapshots] == [True, True, True, False] and not report.partial
+    assert snapshots[1]["summary"][1] == {**snapshots[1]["summary"][1], "method": "cot", "puzzles": 1}
+    assert snapshots[-1]["provenance"] == snapshots[0]["provenance"] == report.provenance
