@@ -11,7 +11,6 @@ it finished. Only typer and rich are imported here at import time; the harness a
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Optional
@@ -90,6 +89,7 @@ def anot(
         raise typer.BadParameter(f"--rank-by must be final or scores, got {rank_by!r}")
     if method not in METHOD_CHOICES:
         raise typer.BadParameter(f"--method must be one of {', '.join(METHOD_CHOICES)}, got {method!r}")
+    from llamabot.cli.report_file import write_report
     from llamabot.errors import LlamabotError
     from llamabot.reasoning.anot.data import load_dataset
     from llamabot.reasoning.anot.debug import DebugLog
@@ -117,7 +117,7 @@ def anot(
         if out is not None:  # keep what is finished, should the run be interrupted
             partial = {"config": config, "partial": True, "provenance": provenances,
                        "records": {m: [asdict(r) for r in rs] for m, rs in done.items()}}
-            out.write_text(json.dumps(partial, indent=2, default=str))
+            write_report(out, partial)
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=console, transient=False,
@@ -150,7 +150,7 @@ def anot(
         document["token_ratio"] = anot_tokens / cot_tokens if cot_tokens else None
         console.print(f"prompt tokens per request: anot {anot_tokens:.0f}, cot {cot_tokens:.0f}, ratio {document['token_ratio']}")
     if out is not None:
-        out.write_text(json.dumps(document, indent=2, default=str))
+        write_report(out, document)
         console.print(f"report written to {out}")
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
@@ -112,7 +112,8 @@ def eval_aot(
     limit: Optional[int] = typer.Option(None, "--limit", help="First N problems."),  # noqa: UP045
     model: Optional[str] = typer.Option(None, "--model", "-m", help="LiteLLM model string (default: embedded)."),  # noqa: UP045
     tolerance: float = typer.Option(1e-4, help="Relative tolerance for a numeric answer."),
-    out: Path = typer.Option(Path("aot_eval.json"), "--out", help="JSON report path."),
+    out: Path = typer.Option(Path("aot_eval.json"), "--out",
+                             help='JSON report path (rewritten after every attempt, "partial": true until the end).'),
     methods: str = typer.Option("aot,direct,cot", help="Comma-separated: aot, direct (answer only), cot."),
     max_execution_replans: int = typer.Option(1, min=0, help="AoT: re-plans after an atom failed."),
     samples: int = typer.Option(1, min=1, help="AoT: sample this many plans, run all, majority answer."),
@@ -126,8 +127,9 @@ def eval_aot(
     """Accuracy of AoT vs the same model answering directly, plan validity, re-plans, latency, tokens."""
     from rich.progress import Progress
 
+    from llamabot.cli.report_file import write_report
     from llamabot.models.seam import get_model
-    from llamabot.reasoning.aot.evaluate import evaluate, load_problems, report, run_provenance
+    from llamabot.reasoning.aot.evaluate import evaluate, load_problems, report, run_provenance, summarise
 
     try:
         problems = load_problems(dataset, path)[:limit]
@@ -140,11 +142,21 @@ def eval_aot(
         started = run_provenance(model_name, chosen, aot_options)  # the code that runs, before it runs
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
+    done: dict[str, list[Any]] = {}
+
+    def on_attempt(method: str, attempt: Any) -> None:
+        """Advance the bar and rewrite the report with what is finished, should the run be interrupted."""
+        progress.advance(task)
+        done.setdefault(method, []).append(attempt)
+        finished = {m: summarise(m, a) for m, a in done.items()}
+        write_report(out, {**report(finished, dataset=dataset, path=str(path), model=model_name,
+                                    aot_options=aot_options, provenance=started), "partial": True})
+
     with Progress(console=console) as progress:
         task = progress.add_task(f"{dataset} x {len(problems)}", total=len(problems) * len(chosen))
         try:
             summaries = evaluate(problems, model, tolerance=tolerance, methods=chosen, aot_options=aot_options,
-                                 on_attempt=lambda method, attempt: progress.advance(task))
+                                 on_attempt=on_attempt)
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from exc
     table = Table(title=f"AoT vs baselines on {dataset} ({len(problems)} problems, {model_name})")
@@ -160,7 +172,7 @@ def eval_aot(
     console.print(table)
     document = report(summaries, dataset=dataset, path=str(path), model=model_name, aot_options=aot_options,
                       provenance=started)
-    out.write_text(json.dumps(document, indent=2, default=str))
+    write_report(out, {**document, "partial": False})
     console.print(f"report: {out}")
 
 

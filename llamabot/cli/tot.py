@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -264,11 +263,10 @@ def eval_tot_command(
 
 
 def _write_report(out: Path, report: Any) -> None:
-    """Write the JSON report whole or not at all (a temporary file renamed over ``out``): it is rewritten after
-    every attempt, and a run killed while writing must not leave half a file."""
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(json.dumps(report.to_dict(), indent=2))
-    tmp.replace(out)
+    """Write the evaluation's report (after every attempt, and at the end): :mod:`llamabot.cli.report_file`."""
+    from llamabot.cli.report_file import write_report
+
+    write_report(out, report.to_dict())
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:

@@ -168,7 +168,27 @@ def test_aot_eval_040_eval_command_writes_a_report(tmp_path):
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
     assert {m: r["accuracy"] for m, r in report["methods"].items()} == {"aot": 1.0, "direct": 1.0, "cot": 1.0}
-    assert "100.0% (2/2)" in result.output
+    assert "100.0% (2/2)" in result.output and report["partial"] is False
+
+
+def test_aot_eval_045_an_interrupted_eval_keeps_the_attempts_it_finished_in_its_report(tmp_path):
+    calls = []
+
+    def responder(request):
+        calls.append(request)
+        if len(calls) == 4:  # Ctrl-C during the second problem's first method
+            raise KeyboardInterrupt
+        return json_reply(GOOD) if request.response_format else text("56")
+
+    name = register_scripted_provider(ScriptedModel(responder=responder, name="aot-ctrl-c"), prefix="scripted-aot-ctrl-c")
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(app, ["eval", "aot", str(_arith_file()), "--dataset", "arith", "--no-expressions",
+                                      "--model", name, "--out", str(out)], env={"COLUMNS": "200"})
+    assert result.exit_code == 130  # interrupted
+    report = json.loads(out.read_text())
+    assert report["partial"] is True and report["provenance"]["model"] == name
+    assert {m: r["total"] for m, r in report["methods"].items()} == {"aot": 1, "direct": 1, "cot": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temporary file left
 
 
 def test_aot_bot_070_executed_atoms_appear_in_the_trace_also_when_execution_fails():
