@@ -38,8 +38,8 @@ RESULTS_OPTION = typer.Option(True, "--last-results/--no-last-results",
                                    "four results instead of a score (it scores 1 when one of them is 24).")
 PAIRS_OPTION = typer.Option(True, "--pair-steps/--no-pair-steps",
                             help="Game of 24: with three numbers left, the model proposes two steps for each pair of "
-                                 "them (one + or *, one - or /) instead of free proposals (use --branching 6 to keep "
-                                 "them all).")
+                                 "them (one + or *, one - or /) instead of free proposals, where --branching keeps "
+                                 "both steps of every pair (6 for three pairs, the default).")
 MAX_TOKENS_OPTION = typer.Option(512, "--max-tokens", help="Upper bound on each reply's length in tokens.")
 MAX_CALLS_OPTION = typer.Option(None, "--max-calls", min=2, help="Model-call budget (generate, evaluate, repair).")
 

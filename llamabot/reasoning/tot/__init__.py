@@ -39,8 +39,8 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
-    "GAME24_TOT_OPTIONS", "AsyncToTBot", "Env", "Game24Prompts", "Status", "TerminationReason", "ToTBot", "ToTError", "ToTMachine",
-    "ToTOptions", "ToTPrompts", "ToTResult", "build_result", "check_game24", "from_dict", "new_machine",
+    "GAME24_TOT_OPTIONS", "AsyncToTBot", "Env", "Game24Prompts", "Status", "TerminationReason", "ToTBot", "ToTError",
+    "ToTMachine", "ToTOptions", "ToTPrompts", "ToTResult", "build_result", "check_game24", "from_dict", "new_machine",
     "parse_scores", "parse_thoughts", "to_dict", "tree_to_mermaid", "update",
 ]
 
