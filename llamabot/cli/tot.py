@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -189,6 +190,8 @@ def eval_tot_command(
     model: Optional[str] = MODEL_OPTION,  # noqa: UP045
     out: Optional[Path] = typer.Option(  # noqa: UP045
         None, "--out", "-o", help='Write the JSON report here (after every attempt, "partial": true until the end).'),
+    resume: bool = typer.Option(False, "--resume", help="Keep the attempts of the --out report (an interrupted run "
+                                "of the same settings) and run only the rest."),
     methods: str = typer.Option("io,cot,tot", "--methods", help="Comma-separated: io, cot, tot."),
     branching: int = typer.Option(6, "--branching", "-b", help="Thoughts asked for per expansion (6: with three "
                                   "numbers left, both steps of each of the three pairs)."),
@@ -212,7 +215,7 @@ def eval_tot_command(
     from rich.table import Table
 
     from llamabot.errors import LlamabotError
-    from llamabot.reasoning.tot.evaluation import evaluate_game24, load_game24
+    from llamabot.reasoning.tot.evaluation import ResumeError, evaluate_game24, load_game24
     from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
 
     console, errors = Console(), Console(stderr=True)
@@ -224,12 +227,25 @@ def eval_tot_command(
     except LlamabotError as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2) from exc
+    previous = None
+    if resume:
+        if out is None:
+            raise typer.BadParameter("--resume needs --out: the report to resume and to go on writing")
+        if out.exists():
+            try:
+                previous = json.loads(out.read_text())
+            except (OSError, ValueError) as exc:
+                errors.print(f"[red]error:[/red] cannot resume from {escape(str(out))}: {escape(str(exc))}")
+                raise typer.Exit(2) from exc
     options = {"branching_factor": branching, "max_depth": depth, "min_depth": depth, "traversal_strategy": strategy,
                "beam_width": beam, "max_nodes": max_nodes, "max_model_calls": max_calls,
                "max_duration_ms": max_seconds * 1000 if max_seconds else None, "prefer_deeper": prefer_deeper}
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console)
-    task = progress.add_task("evaluating", total=len(puzzles) * len(chosen))
+    kept = sum(1 for a in (previous or {}).get("attempts", []) if a.get("puzzle") in puzzles and a.get("method") in chosen)
+    if previous is not None:
+        console.print(f"resuming {out}: {kept} attempts kept", markup=False, highlight=False)
+    task = progress.add_task("evaluating", total=len(puzzles) * len(chosen), completed=kept)
 
     def on_attempt(a: Any) -> None:
         mark = "✓" if a.solved else "✗"
@@ -243,7 +259,11 @@ def eval_tot_command(
             prompts = Game24Prompts(tries=tries, last_results=last_results, pair_steps=pair_steps)
             report = evaluate_game24(puzzles, model, methods=chosen, tot_options=options, verify=verify,
                                      prompts=prompts, dataset=str(path), on_attempt=on_attempt, max_tokens=max_tokens,
-                                     checkpoint=partial(_write_report, out) if out is not None else None)
+                                     checkpoint=partial(_write_report, out) if out is not None else None,
+                                     resume=previous)
+    except ResumeError as exc:
+        errors.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from exc
     except (LlamabotError, ValueError) as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(1) from exc

@@ -20,7 +20,7 @@ from typing import Any
 
 from llamabot.errors import LlamabotError
 from llamabot.models.seam import ChatModel, get_model
-from llamabot.observe.provenance import provenance
+from llamabot.observe.provenance import provenance, provenance_differences
 from llamabot.reasoning.tot.games.game24 import PuzzleError, check_game24, parse_puzzle
 from llamabot.reasoning.tot.games.game24_prompts import (
     COT_PROMPT,
@@ -57,6 +57,16 @@ GAME24_TOT_OPTIONS: Mapping[str, Any] = MappingProxyType({
 
 class DatasetError(LlamabotError, ValueError):
     """A dataset file that cannot be read as Game-of-24 puzzles; the message names the file and line."""
+
+
+class ResumeError(LlamabotError, ValueError):
+    """A report to resume that another model, other settings or other prompts made; the message names each
+    difference."""
+
+
+#: Provenance that may differ between a report and its resumption (recorded under ``resumed_from``): the code
+#: version and the moment. The model, decoding settings and prompt versions must match.
+_RESUMABLE = ("commit", "created", "llamabot", "python")
 
 
 @dataclass(slots=True)
@@ -230,11 +240,13 @@ def evaluate_game24(
     dataset: str = "game24",
     on_attempt: Callable[[Attempt], None] | None = None,
     checkpoint: Callable[[EvalReport], None] | None = None,
+    resume: Mapping[str, Any] | None = None,
     **completion_kwargs: Any,
 ) -> EvalReport:
     """Run every method on every puzzle (puzzle by puzzle) on one model; ``on_attempt`` sees each result and
     ``checkpoint`` the report so far after each one (``partial`` until the last), so that an interrupted run of
-    hours keeps what it finished.
+    hours keeps what it finished. ``resume``: such a report (``to_dict``), whose attempts are kept and not run
+    again; :class:`ResumeError` if it was made with another model, other settings or other prompts.
     ``prompts``: ToT's Game-of-24 prompts and their options (default :func:`game24_prompts`); the report
     records their options (``tries``, ``last_results``, ``pair_steps``) and a hash of their texts."""
     unknown = [m for m in methods if m not in METHODS]
@@ -249,8 +261,13 @@ def evaluate_game24(
     report = EvalReport(chat_model.name, dataset, config,
                         provenance=provenance(chat_model.name, {m: dict(completion_kwargs) for m in methods},
                                               method_prompts(methods, prompts)))
+    if resume is not None:
+        report.attempts.extend(resumed_attempts(resume, report, puzzles))
+    finished = {(a.puzzle, a.method) for a in report.attempts}
     for puzzle in puzzles:
         for method in methods:
+            if (puzzle, method) in finished:
+                continue
             if method == "tot":
                 attempt = run_tot(chat_model, puzzle, options, verify=verify, prompts=prompts, **completion_kwargs)
             else:
@@ -261,3 +278,24 @@ def evaluate_game24(
             if checkpoint is not None:
                 checkpoint(report)
     return report
+
+
+def resumed_attempts(previous: Mapping[str, Any], report: EvalReport, puzzles: Sequence[str]) -> list[Attempt]:
+    """The attempts of ``previous`` (a report's ``to_dict``) on these puzzles and methods, for ``report`` to keep;
+    the previous provenance goes under ``report.provenance["resumed_from"]``. Raises :class:`ResumeError` naming
+    every difference of model, decoding, prompts or configuration (the number of puzzles aside)."""
+    before, now = previous.get("provenance") or {}, report.provenance
+    compared = {k: v for k, v in before.items() if k != "resumed_from"}
+    differences = [d for d in provenance_differences(compared, now) if d.split(":")[0].split(".")[0] not in _RESUMABLE]
+    old_config = {k: v for k, v in (previous.get("config") or {}).items() if k != "puzzles"}
+    new_config = {k: v for k, v in report.config.items() if k != "puzzles"}
+    differences += [f"config.{d}" for d in provenance_differences(old_config, new_config)]
+    if differences:
+        raise ResumeError("the report to resume was made differently: " + "; ".join(differences))
+    wanted, methods = set(puzzles), set(report.config["methods"])
+    try:
+        kept = [Attempt(**a) for a in previous.get("attempts", []) if a["puzzle"] in wanted and a["method"] in methods]
+    except (KeyError, TypeError) as exc:
+        raise ResumeError(f"the report to resume has an attempt that cannot be read: {exc}") from exc
+    now["resumed_from"] = [*before.get("resumed_from", []), {k: before.get(k) for k in _RESUMABLE}]
+    return kept

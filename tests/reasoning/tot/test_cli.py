@@ -101,7 +101,7 @@ def test_tot_cli_040_eval_reports_success_nodes_tokens_and_time_for_tot_io_and_c
     assert [a["puzzle"] for a in report["attempts"]] == ["4 9 10 13"] * 3 + ["1 1 4 6"] * 3
 
 
-def test_tot_cli_045_an_interrupted_eval_keeps_the_attempts_it_finished_in_its_report(tmp_path):
+def test_tot_cli_045_an_interrupted_eval_keeps_the_attempts_it_finished_and_resume_runs_only_the_rest(tmp_path):
     calls = []
 
     def stopped_on_the_third_call(request):
@@ -115,13 +115,26 @@ def test_tot_cli_045_an_interrupted_eval_keeps_the_attempts_it_finished_in_its_r
     dataset = tmp_path / "puzzles.csv"
     dataset.write_text("Rank,Puzzles\n1,4 9 10 13\n2,1 1 4 6\n3,1 1 11 11\n")
     out = tmp_path / "report.json"
-    result = CliRunner().invoke(app, ["eval", "tot", str(dataset), "--methods", "io", "--model", name, "--out", str(out)],
-                                env=ENV)
+    command = ["eval", "tot", str(dataset), "--methods", "io", "--model", name, "--out", str(out)]
+    result = CliRunner().invoke(app, command, env=ENV)
     assert result.exit_code == 130  # interrupted
     report = json.loads(out.read_text())
     assert report["partial"] is True and [a["puzzle"] for a in report["attempts"]] == ["4 9 10 13", "1 1 4 6"]
     assert report["summary"][0]["puzzles"] == 2 and report["provenance"]["model"] == name
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+    # --resume goes on from there: only the third puzzle runs, and the report is whole.
+    result = CliRunner().invoke(app, [*command, "--resume"], env=ENV)
+    assert result.exit_code == 0, result.output
+    assert "2 attempts kept" in result.output and len(calls) == 4
+    resumed = json.loads(out.read_text())
+    assert resumed["partial"] is False
+    assert [a["puzzle"] for a in resumed["attempts"]] == ["4 9 10 13", "1 1 4 6", "1 1 11 11"]
+    # Not the same evaluation (another model, other options): refused, naming what differs; no --out: refused.
+    other = register_scripted_provider(ScriptedModel(responder=game24_oracle, name="other"), prefix="scripted-tot-other")
+    result = CliRunner().invoke(app, [*command[:-4], "--model", other, "--out", str(out), "--resume", "-b", "5"], env=ENV)
+    assert result.exit_code == 2 and "model" in result.output and "branching_factor: 6 != 5" in result.output
+    result = CliRunner().invoke(app, ["eval", "tot", str(dataset), "--resume"], env=ENV)
+    assert result.exit_code == 2 and "--out" in result.output
 
 
 def test_tot_cli_050_eval_rejects_an_unreadable_dataset_naming_the_line(tmp_path):

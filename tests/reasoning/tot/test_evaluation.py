@@ -12,6 +12,7 @@ from llamabot.observe.provenance import git_commit, prompt_version
 from llamabot.reasoning.tot.evaluation import (
     GAME24_TOT_OPTIONS,
     DatasetError,
+    ResumeError,
     evaluate_game24,
     load_game24,
     run_baseline,
@@ -101,3 +102,36 @@ def test_tot_eval_060_the_report_is_checkpointed_after_every_attempt_and_says_wh
     assert [s["partial"] for s in snapshots] == [True, True, True, False] and not report.partial
     assert snapshots[1]["summary"][1] == {**snapshots[1]["summary"][1], "method": "cot", "puzzles": 1}
     assert snapshots[-1]["provenance"] == snapshots[0]["provenance"] == report.provenance
+
+
+def test_tot_eval_070_a_resumed_run_keeps_the_attempts_of_the_report_and_runs_only_the_rest():
+    puzzles = ["4 9 10 13", "1 1 4 6", "1 1 11 11"]
+    first = evaluate_game24(puzzles[:2], ScriptedModel(responder=game24_oracle), methods=["io", "cot"]).to_dict()
+    model = ScriptedModel(responder=game24_oracle)
+    report = evaluate_game24(puzzles, model, methods=["io", "cot"], resume=first)
+    assert len(model.requests) == 2  # only the third puzzle ran, once per method
+    assert [(a.puzzle, a.method) for a in report.attempts] == [(p, m) for p in puzzles for m in ("io", "cot")]
+    assert not report.partial and report.config["puzzles"] == 3
+    assert report.provenance["resumed_from"] == [{k: first["provenance"][k] for k in
+                                                  ("commit", "created", "llamabot", "python")}]
+    # Resuming a resumed report keeps the chain; an attempt of a puzzle no longer asked for is dropped.
+    again = evaluate_game24(puzzles[1:], ScriptedModel(responder=game24_oracle), methods=["io", "cot"],
+                            resume=report.to_dict())
+    assert [a.puzzle for a in again.attempts] == ["1 1 4 6"] * 2 + ["1 1 11 11"] * 2
+    assert len(again.provenance["resumed_from"]) == 2
+
+
+def test_tot_eval_070_a_report_made_differently_is_not_resumed_and_the_error_names_each_difference():
+    first = evaluate_game24(["4 9 10 13"], ScriptedModel(responder=game24_oracle), methods=["io", "tot"],
+                            max_tokens=64).to_dict()
+    model = ScriptedModel(responder=game24_oracle)
+    with pytest.raises(ResumeError) as caught:
+        evaluate_game24(["4 9 10 13", "1 1 4 6"], model, methods=["io", "tot"], max_tokens=128,
+                        tot_options={"branching_factor": 5}, prompts=Game24Prompts(pair_steps=False), resume=first)
+    message = str(caught.value)
+    assert "decoding.tot.max_tokens: 64 != 128" in message and "prompts.tot" in message
+    assert "config.tot_options.branching_factor: 6 != 5" in message and "config.pair_steps: True != False" in message
+    assert model.requests == []  # nothing ran
+    with pytest.raises(ResumeError, match="cannot be read"):
+        evaluate_game24(["4 9 10 13"], model, methods=["io", "tot"], max_tokens=64,
+                        resume={**first, "attempts": [{"puzzle": "4 9 10 13", "method": "io"}]})
