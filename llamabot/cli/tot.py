@@ -261,12 +261,9 @@ def eval_tot_command(
                                      prompts=prompts, dataset=str(path), on_attempt=on_attempt, max_tokens=max_tokens,
                                      checkpoint=partial(_write_report, out) if out is not None else None,
                                      resume=previous)
-    except ResumeError as exc:
-        errors.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from exc
     except (LlamabotError, ValueError) as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(1) from exc
+        raise typer.Exit(2 if isinstance(exc, ResumeError) else 1) from exc
     table = Table(title=f"Game of 24 · {len(puzzles)} puzzles · {report.model}")
     for column in ("method", "solved", "success", "in tree", "nodes/puzzle", "calls", "tokens", "tokens/puzzle",
                    "time", "time/puzzle"):

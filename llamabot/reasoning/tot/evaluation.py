@@ -285,8 +285,9 @@ def resumed_attempts(previous: Mapping[str, Any], report: EvalReport, puzzles: S
     the previous provenance goes under ``report.provenance["resumed_from"]``. Raises :class:`ResumeError` naming
     every difference of model, decoding, prompts or configuration (the number of puzzles aside)."""
     before, now = previous.get("provenance") or {}, report.provenance
-    compared = {k: v for k, v in before.items() if k != "resumed_from"}
-    differences = [d for d in provenance_differences(compared, now) if d.split(":")[0].split(".")[0] not in _RESUMABLE]
+    kept_apart = (*_RESUMABLE, "resumed_from")
+    differences = provenance_differences({k: v for k, v in before.items() if k not in kept_apart},
+                                         {k: v for k, v in now.items() if k not in kept_apart})
     old_config = {k: v for k, v in (previous.get("config") or {}).items() if k != "puzzles"}
     new_config = {k: v for k, v in report.config.items() if k != "puzzles"}
     differences += [f"config.{d}" for d in provenance_differences(old_config, new_config)]
