@@ -2,9 +2,10 @@
 
 - ``step_us``: framework time per decision step (decision + tool, tracing on), scripted model behind the
   project's model seam (no LiteLLM), zero latency, model time excluded. Next to it, plain pocketflow's time
-  per node step (``pocketflow_node_us``) measured in the same run, the same way (median of 5 samples, gc off),
-  and ``step_vs_pocketflow`` = ``step_us / pocketflow_node_us``: what one agent decision step costs in plain
-  pocketflow node steps.
+  per node step (``pocketflow_node_us``), and ``step_vs_pocketflow``: what one agent decision step costs in
+  plain pocketflow node steps. Measured in pairs (a pocketflow sample, then an agent sample, back to back, gc
+  off), the ratio taken per pair and the median over the pairs: this shared machine's speed drifts by 2x
+  within seconds, so two medians measured one after the other can be 40% apart for the same code.
 - ``concurrent_ratio``: 1,000 concurrent ``arun`` on ONE AsyncAgentBot, 3 decisions each, scripted model with
   50 ms latency; wall time over the ideal 150 ms.
 - ``litellm_ratio``: the same 1,000 runs with the model reached through a LiteLLM custom provider with the same
@@ -83,9 +84,8 @@ class TimedModel:
         return await self.inner.acomplete(request, on_token)
 
 
-def bench_pocketflow_node_us(steps: int, samples: int = 5) -> float:
-    """Median µs per node step of a plain pocketflow loop (one node that routes back to itself), measured
-    like ``bench_step_us`` (median of ``samples``, gc off) so the two can be divided."""
+def pocketflow_loop(steps: int) -> tuple[Any, dict[str, int]]:
+    """A plain pocketflow loop of ``steps`` node steps (one node that routes back to itself) and its counter."""
 
     class Tick(pocketflow.Node):
         def post(self, shared, prep_res, exec_res):
@@ -95,18 +95,19 @@ def bench_pocketflow_node_us(steps: int, samples: int = 5) -> float:
     warnings.filterwarnings("ignore", message="Flow ends")  # pocketflow warns when our loop ends
     node = Tick()
     node - "again" >> node
-    flow = pocketflow.Flow(start=node)
-    results = []
-    for _ in range(samples):
-        shared = {"n": 0}
-        gc.disable()
-        t0 = time.perf_counter()
-        flow.run(shared)
-        elapsed = time.perf_counter() - t0
-        gc.enable()
-        assert shared["n"] == steps
-        results.append(elapsed / steps * 1e6)
-    return statistics.median(results)
+    return pocketflow.Flow(start=node), {"n": 0}
+
+
+def pocketflow_node_sample(flow: Any, steps: int) -> float:
+    """µs per node step of one walk of the plain pocketflow loop (gc off)."""
+    shared = {"n": 0}
+    gc.disable()
+    t0 = time.perf_counter()
+    flow.run(shared)
+    elapsed = time.perf_counter() - t0
+    gc.enable()
+    assert shared["n"] == steps
+    return elapsed / steps * 1e6
 
 
 def timed_runs(bot: Any, runs: int, clock: Any = time.perf_counter) -> float:
@@ -121,19 +122,35 @@ def timed_runs(bot: Any, runs: int, clock: Any = time.perf_counter) -> float:
     return elapsed
 
 
-def bench_step_us(runs: int) -> tuple[float, float]:
-    """Returns (median framework µs per step, model µs per step)."""
+def step_sample(bot: Any, model: TimedModel, runs: int) -> tuple[float, float]:
+    """(framework µs per step, model µs per step) of ``runs`` fresh runs on ``bot`` (gc off)."""
+    model.spent = 0.0
+    total = timed_runs(bot, runs)
+    steps = runs * STEPS_PER_RUN
+    return (total - model.spent) / steps * 1e6, model.spent / steps * 1e6
+
+
+def bench_step_vs_pocketflow(rounds: int, node_steps: int, runs: int) -> tuple[float, float, float, float]:
+    """The agent's step next to plain pocketflow's, sample by sample: each round measures a walk of
+    ``node_steps`` pocketflow node steps and then ``runs`` agent runs, back to back, so both see the same state of
+    a shared machine (whose speed here drifts by 2x within seconds), and divides the two. Returns the medians
+    over the rounds of (framework µs per step, pocketflow µs per node step, their per-round ratio, model µs
+    per step)."""
+    flow, _ = pocketflow_loop(node_steps)
     model = TimedModel(ScriptedModel(responder=scripted_reply, record=False, strict=False))
-    samples = []
-    model_us = []
-    for _ in range(5):
-        bot = AgentBot(tools=CALCULATOR_TOOLS, model_name=model)
-        model.spent = 0.0
-        total = timed_runs(bot, runs)
-        steps = runs * STEPS_PER_RUN
-        samples.append((total - model.spent) / steps * 1e6)
-        model_us.append(model.spent / steps * 1e6)
-    return statistics.median(samples), statistics.median(model_us)
+    bot = AgentBot(tools=CALCULATOR_TOOLS, model_name=model)
+    pocketflow_node_sample(flow, node_steps)  # warm-up, both sides
+    step_sample(bot, model, max(runs // 10, 1))
+    steps, nodes, ratios, model_us = [], [], [], []
+    for _ in range(rounds):
+        node = pocketflow_node_sample(flow, node_steps)
+        step, spent = step_sample(bot, model, runs)
+        steps.append(step)
+        nodes.append(node)
+        ratios.append(step / node)
+        model_us.append(spent)
+    med = statistics.median
+    return med(steps), med(nodes), med(ratios), med(model_us)
 
 
 async def bench_concurrent(n: int, latency: float) -> float:
@@ -328,7 +345,7 @@ def main() -> None:
     # full mode: the figures recorded in the docs; quick mode: the same measurements, seconds instead of minutes
     n = 100 if quick else 1000
     latency = 0.05
-    node_steps, step_runs = (2000, 50) if quick else (20000, 2000)
+    pair_rounds, node_steps, step_runs = (5, 2000, 50) if quick else (41, 6000, 200)
     concurrent_repeats = 1 if quick else 3
     litellm_calls = 30 if quick else 300
     reuse_calls, reuse_window = (40, 5) if quick else (200, 21)
@@ -337,12 +354,11 @@ def main() -> None:
     if quick:
         print("quick mode: far fewer repetitions, noisier figures")
 
-    node_us = bench_pocketflow_node_us(node_steps)
-    step_us, model_us = bench_step_us(step_runs)
-    step_vs_pocketflow = step_us / node_us
+    step_us, node_us, step_vs_pocketflow, model_us = bench_step_vs_pocketflow(pair_rounds, node_steps, step_runs)
     print(f"framework per decision step (decision + tool, tracing on): {step_us:7.1f} µs  (model excluded: {model_us:.1f} µs)")
     print(f"plain pocketflow per node step:                            {node_us:7.1f} µs")
-    print(f"one agent decision step = {step_vs_pocketflow:.1f} plain pocketflow node steps")
+    print(f"one agent decision step = {step_vs_pocketflow:.1f} plain pocketflow node steps "
+          f"(median of {pair_rounds} back-to-back pairs)")
 
     asyncio.run(bench_concurrent(min(n, 100), 0.0))  # warm-up (first-call imports, schema caches)
     walls = []

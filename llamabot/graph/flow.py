@@ -82,6 +82,12 @@ class AsyncFlow(pocketflow.AsyncFlow):
     def get_next_node(self, curr: Any, action: str | None) -> Any:
         return next_node(curr, action)
 
+    async def run_async(self, shared: dict[str, Any]) -> Any:
+        """Walk the graph (pocketflow's ``run_async`` minus its extra ``prep_async``/``post_async`` awaits: a
+        flow of ours has no prep or post, and every coroutine frame a run keeps alive while it waits on a model
+        is more work for the garbage collector when a thousand runs wait at once)."""
+        return await self._orch_async(shared)
+
     async def run_from_async(self, node: Any, shared: dict[str, Any]) -> Any:
         """Walk the graph from ``node`` (e.g. the node after a checkpoint) instead of the start node."""
         return await self._orch_async(shared, start=node)

@@ -107,11 +107,17 @@ async def arun_exchange(
     """Drive ``exchange`` to completion with async model calls and ``await effect.arun()`` (the event loop is
     never blocked). ``model`` may be ``None`` for an exchange that makes no model call."""
     steps = _STEPS.get()
-    perform = acarry_out if steps is None else steps.astep
     try:
         request = next(exchange)
-        while True:
-            request = exchange.send(await perform(request, model, on_token))
+        if steps is not None:
+            while True:
+                request = exchange.send(await steps.astep(request, model, on_token))
+        while True:  # acarry_out, inlined: one coroutine frame fewer per request while the model is awaited
+            if type(request) is ModelRequest:
+                reply = await acall_model(_needed(model), request, on_token)
+            else:
+                reply = await _effect(request, "arun")()
+            request = exchange.send(reply)
     except StopIteration as stop:
         return stop.value
 
