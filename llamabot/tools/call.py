@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llamabot.errors import ToolArgumentsError, ToolDefinitionError, ToolUnavailableError
-from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange, step_runner
 from llamabot.observe.tracing import log_debug
 from llamabot.tools.retry import Retry
 from llamabot.tools.tool import Tool, as_tool
@@ -181,7 +181,7 @@ def tool_call(
     started = time.perf_counter()
     tool = tool if type(tool) is Tool else as_tool(tool)
     try:
-        kwargs = tool.inject(arguments or {}, context) if validated else tool.bind(arguments, context)  # type: ignore[arg-type]
+        kwargs = _kwargs(tool, arguments, context, validated)
     except (ToolArgumentsError, ToolDefinitionError) as exc:
         return _outcome(None, exc, 0, started)
     attempt = ToolAttempt(tool, kwargs, tool.timeout if timeout is None else timeout, executor)
@@ -206,6 +206,14 @@ def invoke_tool(tool: Tool | Callable[..., Any], arguments: str | Mapping[str, A
                 context: Mapping[str, Any] | None = None, **options: Any) -> ToolOutcome:
     """Call ``tool`` synchronously; ``options`` are :func:`tool_call`'s (``validated``, ``retry``, ``timeout``).
     An async tool gives an error outcome."""
+    if _single_attempt(tool, options):
+        started = time.perf_counter()
+        try:
+            kwargs = _kwargs(tool, arguments, context, options.get("validated", False))  # type: ignore[arg-type]
+        except (ToolArgumentsError, ToolDefinitionError) as exc:
+            return _outcome(None, exc, 0, started)
+        value, error = ToolAttempt(tool, kwargs).run()  # type: ignore[arg-type]
+        return _outcome(value, error, 1, started)
     return run_exchange(tool_call(tool, arguments, context, **options))
 
 
@@ -213,7 +221,30 @@ async def ainvoke_tool(tool: Tool | Callable[..., Any], arguments: str | Mapping
                        context: Mapping[str, Any] | None = None, **options: Any) -> ToolOutcome:
     """Call ``tool`` from async code (``options`` as :func:`tool_call`'s, ``executor`` included): coroutine tools
     are awaited, sync tools run in a worker thread."""
+    if _single_attempt(tool, options):
+        started = time.perf_counter()
+        try:
+            kwargs = _kwargs(tool, arguments, context, options.get("validated", False))  # type: ignore[arg-type]
+        except (ToolArgumentsError, ToolDefinitionError) as exc:
+            return _outcome(None, exc, 0, started)
+        value, error = await ToolAttempt(tool, kwargs).arun()  # type: ignore[arg-type]
+        return _outcome(value, error, 1, started)
     return await arun_exchange(tool_call(tool, arguments, context, **options))
+
+
+def _single_attempt(tool: Any, options: Mapping[str, Any]) -> bool:
+    """Whether calling ``tool`` is exactly one attempt that the caller may carry out itself, as the exchange's
+    driver would: a :class:`Tool` without retry or timeout (its own or given), no executor given, and not a step
+    of a durable run (whose runner must record it). The agent's tool calls take this path: it skips the
+    exchange's generator and driver, a tenth of a decision step."""
+    return (type(tool) is Tool and tool.retry is None and tool.timeout is None
+            and (not options or options.keys() == {"validated"}) and step_runner() is None)
+
+
+def _kwargs(tool: Tool, arguments: Any, context: Mapping[str, Any] | None, validated: bool) -> dict[str, Any]:
+    """The keyword arguments of a call: validated ones completed with the hidden parameters, or the model's
+    arguments validated and completed."""
+    return tool.inject(arguments or {}, context) if validated else tool.bind(arguments, context)
 
 
 def _outcome(value: Any, error: Exception | None, attempts: int, started: float) -> ToolOutcome:
