@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from llamabot.errors import ToolArgumentsError
-from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange, step_runner
 from llamabot.models.messages import Message, assistant, system, to_messages
 from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
-from llamabot.models.seam import ChatModel, get_model, model_family
+from llamabot.models.seam import ChatModel, acall_model, call_model, get_model, model_family
 from llamabot.models.tool_call_text import extract_tool_calls
 from llamabot.observe.tracing import Trace, run
 from llamabot.tools.tool import Tool, as_tool
@@ -136,18 +136,36 @@ class ToolBot:
     def _exchange(self, messages: tuple[Any, ...]) -> Exchange[ToolBotReply]:
         return (yield from self.exchange_messages(to_messages(messages)))
 
-    def exchange_messages(self, conversation: list[Message]) -> Exchange[ToolBotReply]:
-        """The turn as an exchange over chat messages that are already normalised (the agent's memory)."""
+    def request(self, conversation: list[Message]) -> ModelRequest:
+        """The model request of a turn over chat messages that are already normalised (the agent's memory)."""
         if self.system_prompt and not (conversation and conversation[0].get("role") == "system"):
             conversation = [self._system_message, *conversation]
-        reply = yield ModelRequest(
+        return ModelRequest(
             model=self.model_name,
             messages=conversation,
             tools=self.schemas,
             tool_choice=self._choice,
             params=self.completion_kwargs,
         )
+
+    def exchange_messages(self, conversation: list[Message]) -> Exchange[ToolBotReply]:
+        """The turn as an exchange over chat messages that are already normalised (the agent's memory)."""
+        reply = yield self.request(conversation)
         return parse_tool_calls(reply, self.tools)
+
+    def turn(self, conversation: list[Message]) -> ToolBotReply:
+        """Take the turn synchronously: :meth:`exchange_messages` driven by :func:`run_exchange`, its one model
+        call made here directly when no durable step runner must record it (the agent's decisions: no
+        generator and driver on their path)."""
+        if step_runner() is not None:
+            return run_exchange(self.exchange_messages(conversation), self.model)
+        return parse_tool_calls(call_model(self.model, self.request(conversation)), self.tools)
+
+    async def aturn(self, conversation: list[Message]) -> ToolBotReply:
+        """Async twin of :meth:`turn`."""
+        if step_runner() is not None:
+            return await arun_exchange(self.exchange_messages(conversation), self.model)
+        return parse_tool_calls(await acall_model(self.model, self.request(conversation)), self.tools)
 
     def __call__(self, *messages: Any) -> ToolBotReply:
         with run(type(self).__name__) as trace:

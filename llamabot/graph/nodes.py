@@ -17,7 +17,6 @@ from llamabot.graph.agent_state import PendingCall, answer_open_calls, conversat
 from llamabot.graph.decision import RESPOND, decide
 from llamabot.graph.flow import DualNode
 from llamabot.graph.parallel_calls import ParallelCalls, take_early
-from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import Message, tool_result, user
 from llamabot.models.seam import model_family
 from llamabot.observe.tracing import current_run, current_span, log_debug
@@ -88,17 +87,16 @@ class DecideNode(DualNode):
         force = shared["iteration_count"] > self.max_iterations
         return DecideInput(conversation_window(shared["memory"], shared["_run_start"], self.history_limit), force)
 
-    def _exchange(self, inp: DecideInput) -> Exchange[ToolBotReply]:
+    def _turn(self, inp: DecideInput) -> tuple[ToolBot, list[Message]]:
+        """The toolbot that takes this decision and the messages it is given (a forced decision: the final
+        toolbot, told to answer now)."""
         if not inp.force:
-            return self.toolbot.exchange_messages(inp.window)
-        return self._forced_exchange(inp)
-
-    def _forced_exchange(self, inp: DecideInput) -> Exchange[ToolBotReply]:
+            return self.toolbot, inp.window  # type: ignore[return-value]
         if self.final_toolbot is None:
             raise RuntimeError(
                 f"max_iterations ({self.max_iterations}) exceeded and no {RESPOND!r} tool is registered to end the run"
             )
-        return (yield from self.final_toolbot.exchange_messages([*inp.window, user(force_message(self.final_toolbot))]))
+        return self.final_toolbot, [*inp.window, user(force_message(self.final_toolbot))]  # type: ignore[misc]
 
     def span_attributes(self, inp: DecideInput) -> dict[str, Any] | None:
         return None if inp.window is None else {"forced": inp.force}
@@ -106,12 +104,14 @@ class DecideNode(DualNode):
     def exec(self, inp: DecideInput) -> ToolBotReply | None:
         if inp.window is None:
             return None
-        return run_exchange(self._exchange(inp), self.toolbot.model)
+        toolbot, messages = self._turn(inp)
+        return toolbot.turn(messages)
 
     async def exec_async(self, inp: DecideInput) -> ToolBotReply | None:
         if inp.window is None:
             return None
-        return await arun_exchange(self._exchange(inp), self.toolbot.model)
+        toolbot, messages = self._turn(inp)
+        return await toolbot.aturn(messages)
 
     def post(self, shared: dict[str, Any], inp: DecideInput, outcome: ToolBotReply | None) -> str:
         pending = shared["_pending"]
