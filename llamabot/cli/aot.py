@@ -114,6 +114,8 @@ def eval_aot(
     tolerance: float = typer.Option(1e-4, help="Relative tolerance for a numeric answer."),
     out: Path = typer.Option(Path("aot_eval.json"), "--out",
                              help='JSON report path (rewritten after every attempt, "partial": true until the end).'),
+    resume: bool = typer.Option(False, "--resume", help="Keep the attempts of the --out report (an interrupted run "
+                                "of the same settings) and run only the rest."),
     methods: str = typer.Option("aot,direct,cot", help="Comma-separated: aot, direct (answer only), cot."),
     max_execution_replans: int = typer.Option(1, min=0, help="AoT: re-plans after an atom failed."),
     samples: int = typer.Option(1, min=1, help="AoT: sample this many plans, run all, majority answer."),
@@ -129,7 +131,14 @@ def eval_aot(
 
     from llamabot.cli.report_file import write_report
     from llamabot.models.seam import get_model
-    from llamabot.reasoning.aot.evaluate import evaluate, load_problems, report, run_provenance, summarise
+    from llamabot.reasoning.aot.evaluate import (
+        evaluate,
+        load_problems,
+        report,
+        resumed_attempts,
+        run_provenance,
+        summarise,
+    )
 
     try:
         problems = load_problems(dataset, path)[:limit]
@@ -142,21 +151,33 @@ def eval_aot(
         started = run_provenance(model_name, chosen, aot_options)  # the code that runs, before it runs
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
-    done: dict[str, list[Any]] = {}
+    kept: dict[str, dict[str, Any]] = {}
+    if resume and out.exists():
+        try:
+            kept = resumed_attempts(json.loads(out.read_text()), started, problems, chosen, dataset=dataset,
+                                    tolerance=tolerance)
+        except (OSError, ValueError) as exc:  # unreadable JSON, or ResumeError: made differently
+            err_console.print(f"[red]error:[/red] cannot resume from {escape(str(out))}: {escape(str(exc))}")
+            raise typer.Exit(2) from exc
+        console.print(f"resuming {out}: {sum(map(len, kept.values()))} attempts kept", markup=False, highlight=False)
+    # what is finished, in problem order (kept attempts first): the partial report rewritten after each attempt
+    done: dict[str, list[Any]] = {m: [kept[m][p.id] for p in problems if p.id in kept.get(m, {})] for m in chosen}
 
     def on_attempt(method: str, attempt: Any) -> None:
         """Advance the bar and rewrite the report with what is finished, should the run be interrupted."""
         progress.advance(task)
-        done.setdefault(method, []).append(attempt)
+        done[method].append(attempt)
         finished = {m: summarise(m, a) for m, a in done.items()}
         write_report(out, {**report(finished, dataset=dataset, path=str(path), model=model_name,
-                                    aot_options=aot_options, provenance=started), "partial": True})
+                                    aot_options=aot_options, provenance=started, tolerance=tolerance),
+                           "partial": True})
 
     with Progress(console=console) as progress:
-        task = progress.add_task(f"{dataset} x {len(problems)}", total=len(problems) * len(chosen))
+        task = progress.add_task(f"{dataset} x {len(problems)}", total=len(problems) * len(chosen),
+                                 completed=sum(map(len, done.values())))
         try:
             summaries = evaluate(problems, model, tolerance=tolerance, methods=chosen, aot_options=aot_options,
-                                 on_attempt=on_attempt)
+                                 on_attempt=on_attempt, resume=kept)
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from exc
     table = Table(title=f"AoT vs baselines on {dataset} ({len(problems)} problems, {model_name})")
@@ -171,7 +192,7 @@ def eval_aot(
                       f"{s.mean_latency_s:.2f}", f"{s.mean_tokens:.0f}")
     console.print(table)
     document = report(summaries, dataset=dataset, path=str(path), model=model_name, aot_options=aot_options,
-                      provenance=started)
+                      provenance=started, tolerance=tolerance)
     write_report(out, {**document, "partial": False})
     console.print(f"report: {out}")
 

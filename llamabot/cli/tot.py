@@ -242,10 +242,11 @@ def eval_tot_command(
                "max_duration_ms": max_seconds * 1000 if max_seconds else None, "prefer_deeper": prefer_deeper}
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console)
-    kept = sum(1 for a in (previous or {}).get("attempts", []) if a.get("puzzle") in puzzles and a.get("method") in chosen)
-    if previous is not None:
-        console.print(f"resuming {out}: {kept} attempts kept", markup=False, highlight=False)
-    task = progress.add_task("evaluating", total=len(puzzles) * len(chosen), completed=kept)
+    task = progress.add_task("evaluating", total=len(puzzles) * len(chosen))
+
+    def on_resume(kept: int) -> None:  # told once the report to resume passed its checks
+        progress.console.print(f"resuming {out}: {kept} attempts kept", markup=False, highlight=False)
+        progress.update(task, completed=kept)
 
     def on_attempt(a: Any) -> None:
         mark = "✓" if a.solved else "✗"
@@ -260,7 +261,7 @@ def eval_tot_command(
             report = evaluate_game24(puzzles, model, methods=chosen, tot_options=options, verify=verify,
                                      prompts=prompts, dataset=str(path), on_attempt=on_attempt, max_tokens=max_tokens,
                                      checkpoint=partial(_write_report, out) if out is not None else None,
-                                     resume=previous)
+                                     resume=previous, on_resume=on_resume)
     except (LlamabotError, ValueError) as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2 if isinstance(exc, ResumeError) else 1) from exc

@@ -3,7 +3,8 @@ model, the decoding settings of each method, a version of every prompt (the sha2
 commit of the code (``git rev-parse HEAD``, ``"unknown"`` outside a git checkout).
 
 Every ``llamabot eval`` report carries :func:`provenance` under the key ``"provenance"``;
-:func:`provenance_differences` lists what differs between two of them.
+:func:`provenance_differences` lists what differs between two of them, and :func:`check_resumable` says whether an
+interrupted report may be continued by a run made now (``--resume``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from llamabot.errors import LlamabotError
 
 UNKNOWN = "unknown"
 
@@ -100,3 +103,28 @@ def provenance_differences(first: Mapping[str, Any], second: Mapping[str, Any]) 
 
     walk("", first, second)
     return differences
+
+
+#: Provenance that may differ between a report and its resumption (recorded under ``resumed_from``): the code
+#: version and the moment. The model, the decoding settings and the prompt versions must match.
+RESUMABLE = ("commit", "created", "llamabot", "python")
+
+
+class ResumeError(LlamabotError, ValueError):
+    """A report to resume that another model, other settings or other prompts made; the message names each
+    difference."""
+
+
+def check_resumable(before: Mapping[str, Any], now: dict[str, Any], differences: Iterable[str] = ()) -> None:
+    """Check that a report whose provenance is ``before`` may be continued by a run whose provenance is ``now``:
+    the same model, decoding settings and prompt versions (the code version and the moment may differ). Raises
+    :class:`ResumeError` naming every difference, ``differences`` (the caller's own: dataset, configuration...)
+    included; else records ``before``'s code version and moment under ``now["resumed_from"]`` (a list: a report
+    may be resumed more than once)."""
+    kept_apart = (*RESUMABLE, "resumed_from")
+    found = provenance_differences({k: v for k, v in before.items() if k not in kept_apart},
+                                   {k: v for k, v in now.items() if k not in kept_apart})
+    found += list(differences)
+    if found:
+        raise ResumeError("the report to resume was made differently: " + "; ".join(found))
+    now["resumed_from"] = [*before.get("resumed_from", []), {k: before.get(k) for k in RESUMABLE}]

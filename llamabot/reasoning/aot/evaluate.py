@@ -11,12 +11,13 @@ import json
 import re
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from llamabot.errors import LlamabotError
+from llamabot.observe.provenance import ResumeError, check_resumable
 
 DIRECT_PROMPT = "Solve the problem. Reply with only the final numeric answer, no words."
 COT_PROMPT = (
@@ -256,9 +257,12 @@ def evaluate(
     methods: tuple[str, ...] = ("aot", "direct"),
     on_attempt: Callable[[str, Attempt], None] | None = None,
     aot_options: dict[str, Any] | None = None,
+    resume: Mapping[str, Mapping[str, Attempt]] | None = None,
 ) -> dict[str, MethodSummary]:
     """Run each method on every problem with the same model; returns a summary per method. ``aot_options``:
-    keyword arguments of ``AoTBot`` (``samples``, ``temperature``, ``max_execution_replans``...)."""
+    keyword arguments of ``AoTBot`` (``samples``, ``temperature``, ``max_execution_replans``...). ``resume``:
+    method -> problem id -> an attempt kept from an interrupted report (:func:`resumed_attempts`), taken as it
+    is instead of run again (``on_attempt`` is told only of the attempts run now)."""
     from llamabot.bot.simplebot import SimpleBot
     from llamabot.reasoning.aot.graph import AoTBot
 
@@ -271,13 +275,39 @@ def evaluate(
             prompt = DIRECT_PROMPT if baseline == "direct" else COT_PROMPT
             runners[baseline] = (SimpleBot(prompt, model_name=model_name, **settings[baseline]), run_direct)
     attempts: dict[str, list[Attempt]] = {m: [] for m in runners}
+    kept = resume or {}
     for problem in problems:
         for method, (bot, runner) in runners.items():
+            attempt = kept.get(method, {}).get(problem.id)
+            if attempt is not None:
+                attempts[method].append(attempt)
+                continue
             attempt = runner(bot, problem, tolerance)
             attempts[method].append(attempt)
             if on_attempt is not None:
                 on_attempt(method, attempt)
     return {m: summarise(m, a) for m, a in attempts.items()}
+
+
+def resumed_attempts(previous: Mapping[str, Any], now: dict[str, Any], problems: list[Problem],
+                     methods: tuple[str, ...], *, dataset: str, tolerance: float) -> dict[str, dict[str, Attempt]]:
+    """The attempts of ``previous`` (a report of :func:`report`, e.g. one an interrupted ``llamabot eval aot``
+    left) on these problems and methods, as method -> problem id -> attempt, for :func:`evaluate` to keep.
+    ``now``: this run's provenance (:func:`run_provenance`); the previous one is recorded under its
+    ``resumed_from``. Raises :class:`ResumeError` naming every difference of model, decoding settings, prompts,
+    dataset kind or tolerance, or an attempt that cannot be read."""
+    differences = [f"{key}: {previous.get(key)!r} != {value!r}"
+                   for key, value in (("dataset", dataset), ("tolerance", tolerance)) if previous.get(key) != value]
+    check_resumable(previous.get("provenance") or {}, now, differences)
+    wanted = {p.id for p in problems}
+    kept: dict[str, dict[str, Attempt]] = {}
+    try:
+        for method in methods:
+            entries = ((previous.get("methods") or {}).get(method) or {}).get("attempts") or []
+            kept[method] = {a.problem: a for a in (Attempt(**e) for e in entries) if a.problem in wanted}
+    except (AttributeError, KeyError, TypeError) as exc:
+        raise ResumeError(f"the report to resume has an attempt that cannot be read: {exc}") from exc
+    return kept
 
 
 def run_provenance(model: str, methods: tuple[str, ...], aot_options: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -290,14 +320,16 @@ def run_provenance(model: str, methods: tuple[str, ...], aot_options: dict[str, 
 
 
 def report(summaries: dict[str, MethodSummary], *, dataset: str, path: str, model: str,
-           aot_options: dict[str, Any] | None = None, provenance: dict[str, Any] | None = None) -> dict[str, Any]:
+           aot_options: dict[str, Any] | None = None, provenance: dict[str, Any] | None = None,
+           tolerance: float | None = None) -> dict[str, Any]:
     """A JSON-ready report of an evaluation, with ``provenance`` as :func:`run_provenance` took it when the
-    evaluation started (taken now when not given)."""
+    evaluation started (taken now when not given) and the ``tolerance`` answers were scored with."""
     methods = tuple(summaries)
     return {
         "dataset": dataset,
         "path": path,
         "model": model,
+        "tolerance": tolerance,
         "provenance": provenance if provenance is not None else run_provenance(model, methods, aot_options),
         "methods": {m: asdict(s) for m, s in summaries.items()},
     }

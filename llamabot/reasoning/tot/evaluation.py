@@ -20,7 +20,7 @@ from typing import Any
 
 from llamabot.errors import LlamabotError
 from llamabot.models.seam import ChatModel, get_model
-from llamabot.observe.provenance import provenance, provenance_differences
+from llamabot.observe.provenance import ResumeError, check_resumable, provenance, provenance_differences
 from llamabot.reasoning.tot.games.game24 import PuzzleError, check_game24, parse_puzzle
 from llamabot.reasoning.tot.games.game24_prompts import (
     COT_PROMPT,
@@ -57,16 +57,6 @@ GAME24_TOT_OPTIONS: Mapping[str, Any] = MappingProxyType({
 
 class DatasetError(LlamabotError, ValueError):
     """A dataset file that cannot be read as Game-of-24 puzzles; the message names the file and line."""
-
-
-class ResumeError(LlamabotError, ValueError):
-    """A report to resume that another model, other settings or other prompts made; the message names each
-    difference."""
-
-
-#: Provenance that may differ between a report and its resumption (recorded under ``resumed_from``): the code
-#: version and the moment. The model, decoding settings and prompt versions must match.
-_RESUMABLE = ("commit", "created", "llamabot", "python")
 
 
 @dataclass(slots=True)
@@ -241,12 +231,14 @@ def evaluate_game24(
     on_attempt: Callable[[Attempt], None] | None = None,
     checkpoint: Callable[[EvalReport], None] | None = None,
     resume: Mapping[str, Any] | None = None,
+    on_resume: Callable[[int], None] | None = None,
     **completion_kwargs: Any,
 ) -> EvalReport:
     """Run every method on every puzzle (puzzle by puzzle) on one model; ``on_attempt`` sees each result and
     ``checkpoint`` the report so far after each one (``partial`` until the last), so that an interrupted run of
     hours keeps what it finished. ``resume``: such a report (``to_dict``), whose attempts are kept and not run
-    again; :class:`ResumeError` if it was made with another model, other settings or other prompts.
+    again; :class:`ResumeError` if it was made with another model, other settings or other prompts;
+    ``on_resume`` is then told how many attempts were kept, once they are (before the first new attempt).
     ``prompts``: ToT's Game-of-24 prompts and their options (default :func:`game24_prompts`); the report
     records their options (``tries``, ``last_results``, ``pair_steps``) and a hash of their texts."""
     unknown = [m for m in methods if m not in METHODS]
@@ -263,6 +255,8 @@ def evaluate_game24(
                                               method_prompts(methods, prompts)))
     if resume is not None:
         report.attempts.extend(resumed_attempts(resume, report, puzzles))
+        if on_resume is not None:
+            on_resume(len(report.attempts))
     finished = {(a.puzzle, a.method) for a in report.attempts}
     for puzzle in puzzles:
         for method in methods:
@@ -284,19 +278,12 @@ def resumed_attempts(previous: Mapping[str, Any], report: EvalReport, puzzles: S
     """The attempts of ``previous`` (a report's ``to_dict``) on these puzzles and methods, for ``report`` to keep;
     the previous provenance goes under ``report.provenance["resumed_from"]``. Raises :class:`ResumeError` naming
     every difference of model, decoding, prompts or configuration (the number of puzzles aside)."""
-    before, now = previous.get("provenance") or {}, report.provenance
-    kept_apart = (*_RESUMABLE, "resumed_from")
-    differences = provenance_differences({k: v for k, v in before.items() if k not in kept_apart},
-                                         {k: v for k, v in now.items() if k not in kept_apart})
     old_config = {k: v for k, v in (previous.get("config") or {}).items() if k != "puzzles"}
     new_config = {k: v for k, v in report.config.items() if k != "puzzles"}
-    differences += [f"config.{d}" for d in provenance_differences(old_config, new_config)]
-    if differences:
-        raise ResumeError("the report to resume was made differently: " + "; ".join(differences))
+    check_resumable(previous.get("provenance") or {}, report.provenance,
+                    [f"config.{d}" for d in provenance_differences(old_config, new_config)])
     wanted, methods = set(puzzles), set(report.config["methods"])
     try:
-        kept = [Attempt(**a) for a in previous.get("attempts", []) if a["puzzle"] in wanted and a["method"] in methods]
+        return [Attempt(**a) for a in previous.get("attempts", []) if a["puzzle"] in wanted and a["method"] in methods]
     except (KeyError, TypeError) as exc:
         raise ResumeError(f"the report to resume has an attempt that cannot be read: {exc}") from exc
-    now["resumed_from"] = [*before.get("resumed_from", []), {k: before.get(k) for k in _RESUMABLE}]
-    return kept

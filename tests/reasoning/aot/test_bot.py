@@ -13,7 +13,17 @@ from llamabot.models.scripted import ScriptedModel, json_reply, text
 from llamabot.models.scripted_provider import register_scripted_provider
 from llamabot.observe.provenance import git_commit, prompt_version, provenance, provenance_differences
 from llamabot.reasoning.aot import AoTBot, AsyncAoTBot, AtomExecutionError, PlanValidationError
-from llamabot.reasoning.aot.evaluate import DIRECT_PROMPT, evaluate, is_correct, load_problems, parse_number
+from llamabot.reasoning.aot.evaluate import (
+    DIRECT_PROMPT,
+    Problem,
+    ResumeError,
+    evaluate,
+    is_correct,
+    load_problems,
+    parse_number,
+    resumed_attempts,
+    run_provenance,
+)
 from llamabot.reasoning.aot.prompts import EXAMPLE_PLAN
 
 GOOD = EXAMPLE_PLAN
@@ -189,6 +199,52 @@ def test_aot_eval_045_an_interrupted_eval_keeps_the_attempts_it_finished_in_its_
     assert report["partial"] is True and report["provenance"]["model"] == name
     assert {m: r["total"] for m, r in report["methods"].items()} == {"aot": 1, "direct": 1, "cot": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temporary file left
+
+
+def test_aot_eval_047_resume_keeps_the_finished_attempts_runs_only_the_rest_and_refuses_another_setup(tmp_path):
+    calls = []
+
+    def responder(request):
+        calls.append(request)
+        if len(calls) == 4:  # Ctrl-C during the second problem's first method
+            raise KeyboardInterrupt
+        return json_reply(GOOD) if request.response_format else text("56")
+
+    name = register_scripted_provider(ScriptedModel(responder=responder, name="aot-resume"), prefix="scripted-aot-resume")
+    out = tmp_path / "report.json"
+    command = ["eval", "aot", str(_arith_file()), "--dataset", "arith", "--no-expressions", "--model", name,
+               "--out", str(out)]
+    assert CliRunner().invoke(app, command, env={"COLUMNS": "200"}).exit_code == 130
+    interrupted = json.loads(out.read_text())
+    result = CliRunner().invoke(app, [*command, "--resume"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "3 attempts kept" in result.output and len(calls) == 7  # problem 0 kept; problem 1's three methods run
+    report = json.loads(out.read_text())
+    assert report["partial"] is False and report["tolerance"] == 1e-4
+    assert {m: [a["problem"] for a in r["attempts"]] for m, r in report["methods"].items()} == {
+        m: ["0", "1"] for m in ("aot", "direct", "cot")}
+    assert {m: r["correct"] for m, r in report["methods"].items()} == {"aot": 2, "direct": 2, "cot": 2}
+    first = interrupted["provenance"]
+    assert report["provenance"]["resumed_from"] == [{k: first[k] for k in ("commit", "created", "llamabot", "python")}]
+    # Made differently (another tolerance, another AoT setting): refused before any call, naming the difference.
+    for extra, difference in ((["--tolerance", "0.01"], "tolerance: 0.0001 != 0.01"), (["--samples", "2"], "samples")):
+        result = CliRunner().invoke(app, [*command, "--resume", *extra], env={"COLUMNS": "200"})
+        assert result.exit_code == 2 and difference in result.output and "attempts kept" not in result.output
+    assert len(calls) == 7
+
+
+def test_aot_eval_047_resumed_attempts_names_an_unreadable_attempt():
+    problems = [Problem("0", "q", 1.0)]
+    now = run_provenance("m", ("direct",))
+    previous = {"dataset": "arith", "tolerance": 1e-4, "provenance": dict(now),
+                "methods": {"direct": {"attempts": [{"problem": "0", "gold": 1.0}]}}}
+    with pytest.raises(ResumeError, match="cannot be read"):
+        resumed_attempts(previous, dict(now), problems, ("direct",), dataset="arith", tolerance=1e-4)
+    kept = {**previous, "methods": {"direct": {"attempts": [
+        {"problem": "0", "gold": 1.0, "predicted": 1.0, "correct": True, "latency_s": 0.1, "tokens": 3},
+        {"problem": "7", "gold": 2.0, "predicted": 2.0, "correct": True, "latency_s": 0.1, "tokens": 3}]}}}
+    got = resumed_attempts(kept, dict(now), problems, ("direct",), dataset="arith", tolerance=1e-4)
+    assert list(got["direct"]) == ["0"]  # only the problems asked for
 
 
 def test_aot_bot_070_executed_atoms_appear_in_the_trace_also_when_execution_fails():

@@ -133,6 +133,7 @@ def test_tot_cli_045_an_interrupted_eval_keeps_the_attempts_it_finished_and_resu
     other = register_scripted_provider(ScriptedModel(responder=game24_oracle, name="other"), prefix="scripted-tot-other")
     result = CliRunner().invoke(app, [*command[:-4], "--model", other, "--out", str(out), "--resume", "-b", "5"], env=ENV)
     assert result.exit_code == 2 and "model" in result.output and "branching_factor: 6 != 5" in result.output
+    assert "attempts kept" not in result.output  # said only of a report that passed its checks
     result = CliRunner().invoke(app, ["eval", "tot", str(dataset), "--resume"], env=ENV)
     assert result.exit_code == 2 and "--out" in result.output
 
