@@ -71,7 +71,10 @@ def parse_tool_calls(reply: ModelReply, tools: dict[str, Tool]) -> ToolBotReply:
         if found:
             from_text = True
             requests = tuple(ToolCallRequest(f"call_text_{i}", name, args) for i, (name, args) in enumerate(found))
-    calls = tuple(validate_call(request, tools) for request in requests)
+    if len(requests) == 1:  # the usual reply: one call
+        calls: tuple[ToolCall, ...] = (validate_call(requests[0], tools),)
+    else:
+        calls = tuple(validate_call(request, tools) for request in requests)
     content = None if from_text else reply.content
     return ToolBotReply(calls, content, assistant(content, requests), reply.usage, from_text)
 

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -32,6 +31,51 @@ from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, run
 from llamabot.observe.usage import UsageLimits
 from llamabot.tools.closing import Closing
+
+
+class _RunScope:
+    """One run of a graph bot, around the walk of its flow: opens the ``run`` span (a :class:`run` scope), makes
+    the run's state (or takes a restored one), and at the end records the result on the span and in ``outcome``
+    as ``[result, trace]``, or lets the bot tidy a failed run's state (``failed``) before the error goes on. A
+    class rather than a generator-based context manager: it is on the path of every run."""
+
+    __slots__ = ("bot", "scope", "state", "outcome", "query", "options", "restored")
+
+    def __init__(self, bot: GraphBot, query: Any, options: dict[str, Any], hooks: Iterable[RunHooks],
+                 trace: Trace | None, outcome: list[Any], restored: dict[str, Any] | None):
+        attributes = bot.run_attributes(query) if restored is None else {"resumed": True}
+        limits = options.pop("usage_limits", None) or bot.usage_limits
+        all_hooks = (*bot.hooks, *hooks) if hooks else bot.hooks
+        self.scope = run(type(bot).__name__, hooks=all_hooks, values=bot.run_values(options), trace=trace,
+                         limits=limits, **attributes)
+        self.bot, self.outcome, self.query, self.options, self.restored = bot, outcome, query, options, restored
+
+    def __enter__(self) -> dict[str, Any]:
+        scope = self.scope
+        trace = scope.__enter__()
+        try:
+            self.bot.last_trace = trace
+            restored = self.restored
+            self.state = self.bot.new_state(self.query, trace, self.options) if restored is None else restored
+        except BaseException as exc:
+            scope.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        return self.state
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        scope = self.scope
+        try:
+            if exc is not None:
+                self.bot.failed(self.state, exc)
+            else:
+                trace = scope.context.trace
+                value = self.bot.result(self.state, trace)
+                scope.span.attributes["result"] = value
+                self.outcome += (value, trace)
+        except BaseException as raised:  # the run ends with what failed here (tidying, or making the result)
+            scope.__exit__(type(raised), raised, raised.__traceback__)
+            raise
+        scope.__exit__(exc_type, exc, tb)
 
 
 class GraphBot(Closing):
@@ -81,24 +125,11 @@ class GraphBot(Closing):
 
     # -- running ----------------------------------------------------------------------------------------
 
-    @contextmanager
     def _run(self, query: Any, options: dict[str, Any], hooks: Iterable[RunHooks], trace: Trace | None,
-             outcome: list[Any], restored: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
-        attributes = self.run_attributes(query) if restored is None else {"resumed": True}
-        limits = options.pop("usage_limits", None) or self.usage_limits
-        scope = run(type(self).__name__, hooks=(*self.hooks, *hooks), values=self.run_values(options), trace=trace,
-                    limits=limits, **attributes)
-        with scope as trace:
-            self.last_trace = trace
-            state = self.new_state(query, trace, options) if restored is None else restored
-            try:
-                yield state
-            except BaseException as exc:
-                self.failed(state, exc)
-                raise
-            value = self.result(state, trace)
-            scope.span.attributes["result"] = value
-            outcome += (value, trace)
+             outcome: list[Any], restored: dict[str, Any] | None = None) -> _RunScope:
+        """The scope of one run: ``with self._run(...) as state:`` walk the flow; ``outcome`` then holds
+        ``[result, trace]``."""
+        return _RunScope(self, query, options, hooks, trace, outcome, restored)
 
     def run_sync(self, query: Any, *, hooks: Iterable[RunHooks] = (), trace: Trace | None = None,
                  **options: Any) -> tuple[Any, Trace]:

@@ -275,7 +275,7 @@ def wants_tokens() -> bool:
 
 def _listens_to_tokens(hooks: tuple[RunHooks, ...]) -> bool:
     """Whether a hook overrides ``on_token`` or ``on_tool_call_delta`` (then models stream)."""
-    return any(_overrides(h, "on_token") or _overrides(h, "on_tool_call_delta") for h in hooks)
+    return bool(hooks) and any(_overrides(h, "on_token") or _overrides(h, "on_tool_call_delta") for h in hooks)
 
 
 def _overrides(hook: RunHooks, name: str) -> bool:
@@ -378,7 +378,8 @@ class run:  # noqa: N801 - used like a function: `with run("AgentBot") as trace:
             parent, trace = None, self.trace or Trace()
         self.context = RunContext(trace, hooks, self.values if self.values is not None else {},
                                   _log_start(self.name, trace.trace_id), _listens_to_tokens(hooks), limits)
-        self.spent = trace.usage.copy()  # what the trace had spent before this run (nested runs share it)
+        # what the trace had spent before this run (nested runs and a given trace share it); nothing for a new one
+        self.spent = trace.usage.copy() if trace.usage.requests else None
         self.span = trace.open(self.name, "run", parent, "run", **self.attributes)
         self.token = _CURRENT.set((self.context, self.span))
         for hook in hooks:
@@ -388,7 +389,8 @@ class run:  # noqa: N801 - used like a function: `with run("AgentBot") as trace:
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         if exc is not None:
             self.span.error = f"{type(exc).__name__}: {exc}"
-        self.span.attributes["usage"] = self.context.trace.usage - self.spent  # this run's own share
+        usage = self.context.trace.usage  # this run's own share of it:
+        self.span.attributes["usage"] = usage - self.spent if self.spent is not None else usage.copy()
         self.span.end = time.perf_counter()
         _CURRENT.reset(self.token)
         for hook in self.context.hooks:

@@ -84,7 +84,7 @@ class Tool:
         raw = arguments
         if type(arguments) is str and arguments[:1] == "{" and self.schema_check is None:
             try:  # fast path: pydantic-core parses and validates the JSON object in one step
-                return dict(self.arguments.model_validate_json(arguments).__dict__)
+                return dict(self.arguments.__pydantic_validator__.validate_json(arguments).__dict__)
             except ValidationError:
                 pass  # redo below, for an error message that says exactly what is wrong
         if arguments is None or (isinstance(arguments, str) and not arguments.strip()):

@@ -157,6 +157,39 @@ async def test_agt_graph_050_flows_leave_a_dual_nodes_own_params_alone_and_give_
         assert own.params == {"max_tokens": 40} and plain.params == {}  # the plain node ran as a copy
 
 
+async def test_agt_graph_060_a_flow_subclass_keeps_its_own_prep_and_post_like_pocketflow():
+    """Flows of ours skip pocketflow's no-op prep/post calls; a subclass that writes them gets them called."""
+    from llamabot.graph.flow import AsyncFlow, DualNode, Flow
+
+    class Mark(DualNode):
+        span_kind = None
+
+        def post(self, shared, _prep, _exec):
+            shared["walked"] = True
+
+    class Framed(Flow):
+        def prep(self, shared):
+            shared["prep"] = True
+
+        def post(self, shared, prep_res, exec_res):
+            return "framed"
+
+    class AsyncFramed(AsyncFlow):
+        async def prep_async(self, shared):
+            shared["prep"] = True
+
+        async def post_async(self, shared, prep_res, exec_res):
+            return "framed"
+
+    assert (Flow._plain, AsyncFlow._plain, Framed._plain, AsyncFramed._plain) == (True, True, False, False)
+    shared: dict = {}
+    assert Framed(start=Mark()).run(shared) == "framed" and shared == {"prep": True, "walked": True}
+    shared = {}
+    assert await AsyncFramed(start=Mark()).run_async(shared) == "framed" and shared == {"prep": True, "walked": True}
+    shared = {}
+    assert Flow(start=Mark()).run(shared) is None and shared == {"walked": True}
+
+
 def test_agt_viz_020_one_escape_makes_any_text_a_safe_mermaid_label():
     from llamabot.graph.mermaid import escape_label
 
