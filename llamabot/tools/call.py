@@ -207,12 +207,10 @@ def invoke_tool(tool: Tool | Callable[..., Any], arguments: str | Mapping[str, A
     """Call ``tool`` synchronously; ``options`` are :func:`tool_call`'s (``validated``, ``retry``, ``timeout``).
     An async tool gives an error outcome."""
     if _single_attempt(tool, options):
-        started = time.perf_counter()
-        try:
-            kwargs = _kwargs(tool, arguments, context, options.get("validated", False))  # type: ignore[arg-type]
-        except (ToolArgumentsError, ToolDefinitionError) as exc:
-            return _outcome(None, exc, 0, started)
-        value, error = ToolAttempt(tool, kwargs).run()  # type: ignore[arg-type]
+        started, attempt = _direct_attempt(tool, arguments, context, options)  # type: ignore[arg-type]
+        if type(attempt) is ToolOutcome:  # invalid arguments: the function never runs
+            return attempt
+        value, error = attempt.run()
         return _outcome(value, error, 1, started)
     return run_exchange(tool_call(tool, arguments, context, **options))
 
@@ -222,12 +220,10 @@ async def ainvoke_tool(tool: Tool | Callable[..., Any], arguments: str | Mapping
     """Call ``tool`` from async code (``options`` as :func:`tool_call`'s, ``executor`` included): coroutine tools
     are awaited, sync tools run in a worker thread."""
     if _single_attempt(tool, options):
-        started = time.perf_counter()
-        try:
-            kwargs = _kwargs(tool, arguments, context, options.get("validated", False))  # type: ignore[arg-type]
-        except (ToolArgumentsError, ToolDefinitionError) as exc:
-            return _outcome(None, exc, 0, started)
-        value, error = await ToolAttempt(tool, kwargs).arun()  # type: ignore[arg-type]
+        started, attempt = _direct_attempt(tool, arguments, context, options)  # type: ignore[arg-type]
+        if type(attempt) is ToolOutcome:
+            return attempt
+        value, error = await attempt.arun()
         return _outcome(value, error, 1, started)
     return await arun_exchange(tool_call(tool, arguments, context, **options))
 
@@ -239,6 +235,17 @@ def _single_attempt(tool: Any, options: Mapping[str, Any]) -> bool:
     exchange's generator and driver, a tenth of a decision step."""
     return (type(tool) is Tool and tool.retry is None and tool.timeout is None
             and (not options or options.keys() == {"validated"}) and step_runner() is None)
+
+
+def _direct_attempt(tool: Tool, arguments: Any, context: Mapping[str, Any] | None,
+                    options: Mapping[str, Any]) -> tuple[float, ToolAttempt | ToolOutcome]:
+    """(start time, the one attempt to carry out), or the error outcome of arguments that are invalid."""
+    started = time.perf_counter()
+    try:
+        kwargs = _kwargs(tool, arguments, context, options.get("validated", False))
+    except (ToolArgumentsError, ToolDefinitionError) as exc:
+        return started, _outcome(None, exc, 0, started)
+    return started, ToolAttempt(tool, kwargs)
 
 
 def _kwargs(tool: Tool, arguments: Any, context: Mapping[str, Any] | None, validated: bool) -> dict[str, Any]:

@@ -14,7 +14,15 @@ from llamabot.errors import ToolArgumentsError, ToolDefinitionError
 from llamabot.models.exchange import arun_exchange, run_exchange, using_steps
 from llamabot.models.reply import ModelRequest
 from llamabot.tools import Retry, tool
-from llamabot.tools.call import Sleep, ToolAttempt, ToolOutcome, _single_attempt, ainvoke_tool, invoke_tool, tool_call
+from llamabot.tools.call import (
+    Sleep,
+    ToolAttempt,
+    ToolOutcome,
+    _single_attempt,
+    ainvoke_tool,
+    invoke_tool,
+    tool_call,
+)
 from llamabot.tools.tool import as_tool
 
 NO_JITTER = {"jitter_s": 0.0}

@@ -181,16 +181,22 @@ def test_aot_eval_040_eval_command_writes_a_report(tmp_path):
     assert "100.0% (2/2)" in result.output and report["partial"] is False
 
 
-def test_aot_eval_045_an_interrupted_eval_keeps_the_attempts_it_finished_in_its_report(tmp_path):
-    calls = []
+def _stopped_on_the_fourth_call(calls: list, name: str) -> ScriptedModel:
+    """A model answering AoT's plan and the baselines, whose user presses Ctrl-C during its fourth call (the
+    second problem's first method); ``calls`` records every request."""
 
     def responder(request):
         calls.append(request)
-        if len(calls) == 4:  # Ctrl-C during the second problem's first method
+        if len(calls) == 4:
             raise KeyboardInterrupt
         return json_reply(GOOD) if request.response_format else text("56")
 
-    name = register_scripted_provider(ScriptedModel(responder=responder, name="aot-ctrl-c"), prefix="scripted-aot-ctrl-c")
+    return ScriptedModel(responder=responder, name=name)
+
+
+def test_aot_eval_045_an_interrupted_eval_keeps_the_attempts_it_finished_in_its_report(tmp_path):
+    calls: list = []
+    name = register_scripted_provider(_stopped_on_the_fourth_call(calls, "aot-ctrl-c"), prefix="scripted-aot-ctrl-c")
     out = tmp_path / "report.json"
     result = CliRunner().invoke(app, ["eval", "aot", str(_arith_file()), "--dataset", "arith", "--no-expressions",
                                       "--model", name, "--out", str(out)], env={"COLUMNS": "200"})
@@ -202,15 +208,8 @@ def test_aot_eval_045_an_interrupted_eval_keeps_the_attempts_it_finished_in_its_
 
 
 def test_aot_eval_047_resume_keeps_the_finished_attempts_runs_only_the_rest_and_refuses_another_setup(tmp_path):
-    calls = []
-
-    def responder(request):
-        calls.append(request)
-        if len(calls) == 4:  # Ctrl-C during the second problem's first method
-            raise KeyboardInterrupt
-        return json_reply(GOOD) if request.response_format else text("56")
-
-    name = register_scripted_provider(ScriptedModel(responder=responder, name="aot-resume"), prefix="scripted-aot-resume")
+    calls: list = []
+    name = register_scripted_provider(_stopped_on_the_fourth_call(calls, "aot-resume"), prefix="scripted-aot-resume")
     out = tmp_path / "report.json"
     command = ["eval", "aot", str(_arith_file()), "--dataset", "arith", "--no-expressions", "--model", name,
                "--out", str(out)]
