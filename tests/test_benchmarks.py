@@ -44,6 +44,9 @@ EXPECTED_KEYS: dict[str, set[str]] = {
         "mcp_call_us", "local_call_us", "ratio", "mcp_async_call_us", "sdk_call_us", "over_sdk_us", "mcp_cpu_us",
         "sdk_cpu_us", "over_sdk_cpu_us", "thread_hop_us", "quick",
     },
+    "instructions.py": {
+        "agent_instr_per_step", "async_instr_per_step", "pocketflow_instr_per_node", "instr_ratio", "quick",
+    },
     "embedded_model.py": {
         "stream_ratio", "nostream_ratio", "same_text", "cold_first_answer_s", "cached_first_answer_s",
         "first_answer_ratio", "tot_speedup", "quick",
