@@ -143,13 +143,8 @@ class ToolBot:
         """The model request of a turn over chat messages that are already normalised (the agent's memory)."""
         if self.system_prompt and not (conversation and conversation[0].get("role") == "system"):
             conversation = [self._system_message, *conversation]
-        return ModelRequest(
-            model=self.model_name,
-            messages=conversation,
-            tools=self.schemas,
-            tool_choice=self._choice,
-            params=self.completion_kwargs,
-        )
+        # model, messages, tools, tool_choice, response_format, params (positional: on every decision's path)
+        return ModelRequest(self.model_name, conversation, self.schemas, self._choice, None, self.completion_kwargs)
 
     def exchange_messages(self, conversation: list[Message]) -> Exchange[ToolBotReply]:
         """The turn as an exchange over chat messages that are already normalised (the agent's memory)."""

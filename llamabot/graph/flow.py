@@ -39,8 +39,9 @@ def next_node(current: Any, action: str | None) -> Any:
 
 def _visit(node: Any, params: dict[str, Any]) -> Any:
     """The node a flow runs for ``node``: a :class:`DualNode` itself (it keeps no per-run attributes, and its
-    ``params`` are its own), any other node a copy given the flow's params, exactly as pocketflow does."""
-    if getattr(type(node), "__copy__", None) is DualNode.__copy__:
+    ``params`` are its own), any other node a copy given the flow's params, exactly as pocketflow does. (The
+    flows make the same test before calling this, to skip the call for DualNodes.)"""
+    if getattr(type(node), "__copy__", None) is _SAME:
         return node
     node = copy.copy(node)
     node.set_params(params)
@@ -86,9 +87,11 @@ class Flow(pocketflow.Flow):
         params = params or {**self.params}
         current, action = start or self.start_node, None
         while current is not None:
-            current = _visit(current, params)
+            if getattr(type(current), "__copy__", None) is not _SAME:  # not a DualNode: copy it, as pocketflow does
+                current = _visit(current, params)
             action = current._run(shared)
-            current = next_node(current, action)
+            following = current.successors.get(action or "default")  # next_node's usual case, inline
+            current = following if following is not None else next_node(current, action)
         return action
 
 
@@ -125,12 +128,14 @@ class AsyncFlow(pocketflow.AsyncFlow):
         params = params or {**self.params}
         current, action = start or self.start_node, None
         while current is not None:
-            current = _visit(current, params)
+            if getattr(type(current), "__copy__", None) is not _SAME:  # not a DualNode: copy it, as pocketflow does
+                current = _visit(current, params)
             if isinstance(current, pocketflow.AsyncNode):
                 action = await current._run_async(shared)
             else:
                 action = current._run(shared)
-            current = next_node(current, action)
+            following = current.successors.get(action or "default")
+            current = following if following is not None else next_node(current, action)
         return action
 
 
@@ -211,3 +216,7 @@ class DualNode(pocketflow.AsyncNode):
 
     async def post_async(self, shared: dict[str, Any], prep_res: Any, exec_res: Any) -> Any:
         return self.post(shared, prep_res, exec_res)
+
+
+#: ``DualNode.__copy__``: a node whose class has it is run itself, not copied (see :func:`_visit`).
+_SAME = DualNode.__copy__

@@ -176,7 +176,8 @@ class FuncNode(DualNode):
     def __init__(self, tool: Tool, *, max_errors: int = 3, parallel: ParallelCalls | None = None):
         super().__init__()
         self.tool = tool
-        self.name = tool.name
+        self.name = self.span_name = tool.name
+        self.loopback = tool.loopback_name or DECIDE  # where the flow goes after a failed call (and a non-terminal one)
         self.max_errors = max_errors
         self.parallel = parallel
 
@@ -237,15 +238,15 @@ class FuncNode(DualNode):
                 shared["_pending"].clear()
                 answer_open_calls(memory, shared["_run_start"], f"Not run: the run failed after {call.name}.")
                 raise ToolExecutionError(call.name, call.arguments, outcome.error)
-            return self.tool.loopback_name or DECIDE  # terminal tools have a DECIDE edge for this case
+            return self.loopback  # terminal tools have a DECIDE edge for this case
         log_debug("tool {} returned {!r}", call.name, outcome.value)
         if opened is not None:
             opened.attributes["result"] = outcome.value
         if not call.synthetic:
             memory.append(tool_result(call.id, call.name, outcome.value))
         shared["_errors"] = 0
-        if not self.tool.is_terminal:
-            return self.tool.loopback_name or DECIDE
+        if self.tool.loopback_name is not None:  # not terminal
+            return self.loopback
         shared["result"] = outcome.value
         shared["_done"] = True
         for skipped in shared["_pending"]:

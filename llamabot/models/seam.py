@@ -31,7 +31,6 @@ from llamabot.observe.tracing import (
     emit_token,
     emit_tool_call_delta,
     start_span,
-    wants_tokens,
 )
 
 #: What a streaming model calls with each piece of its output: the text it writes (``str``) and, while it writes
@@ -107,10 +106,11 @@ def model_family(model: str | ChatModel) -> str:
     return "remote"
 
 
-def _streaming(on_token: TokenCallback | None) -> TokenCallback | None:
+def _streaming(on_token: TokenCallback | None, opened: OpenSpan | None) -> TokenCallback | None:
     """The callback a model streams into: the caller's ``on_token`` (text only), and the run's hooks when any of
-    them listens (text to ``on_token``, pieces of tool calls to ``on_tool_call_delta``)."""
-    if not wants_tokens():
+    them listens (text to ``on_token``, pieces of tool calls to ``on_tool_call_delta``). ``opened``: the model
+    call's span (its run context says whether hooks listen; ``None`` outside a run)."""
+    if opened is None or not opened[2].tokens:
         if on_token is None:
             return None
         return lambda piece: on_token(piece) if type(piece) is str else None
@@ -160,7 +160,7 @@ def call_model(model: ChatModel, request: ModelRequest, on_token: TokenCallback 
     """
     opened = _begin(model, request)
     try:
-        reply = model.complete(request, _streaming(on_token))
+        reply = model.complete(request, _streaming(on_token, opened))
     except BaseException as exc:
         _end(opened, None, exc)
         raise
@@ -172,7 +172,7 @@ async def acall_model(model: ChatModel, request: ModelRequest, on_token: TokenCa
     """Async twin of :func:`call_model`."""
     opened = _begin(model, request)
     try:
-        reply = await model.acomplete(request, _streaming(on_token))
+        reply = await model.acomplete(request, _streaming(on_token, opened))
     except BaseException as exc:
         _end(opened, None, exc)
         raise

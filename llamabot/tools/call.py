@@ -241,11 +241,12 @@ def _direct_attempt(tool: Tool, arguments: Any, context: Mapping[str, Any] | Non
                     options: Mapping[str, Any]) -> tuple[float, ToolAttempt | ToolOutcome]:
     """(start time, the one attempt to carry out), or the error outcome of arguments that are invalid."""
     started = time.perf_counter()
-    try:
-        kwargs = _kwargs(tool, arguments, context, options.get("validated", False))
-    except (ToolArgumentsError, ToolDefinitionError) as exc:
-        return started, _outcome(None, exc, 0, started)
-    return started, ToolAttempt(tool, kwargs)
+    if tool.hidden or not options.get("validated"):
+        try:
+            arguments = _kwargs(tool, arguments, context, options.get("validated", False))
+        except (ToolArgumentsError, ToolDefinitionError) as exc:
+            return started, _outcome(None, exc, 0, started)
+    return started, ToolAttempt(tool, arguments or {})  # validated, no hidden parameter: the arguments as they are
 
 
 def _kwargs(tool: Tool, arguments: Any, context: Mapping[str, Any] | None, validated: bool) -> dict[str, Any]:
