@@ -34,10 +34,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 WARM_UP = 20
 
-#: What the measured process does, by kind: set-up, ``WARM_UP`` runs, then ``n`` more. ``{n}`` is filled in.
-PROBES = {
-    "agent": """
-from agent_overhead import CALCULATOR_TOOLS, SCRIPT, AgentBot
+#: The agent probes' model: the scripted replies of ``agent_overhead.SCRIPT``, given at once (no usage estimates).
+INSTANT = """
+from agent_overhead import CALCULATOR_TOOLS, SCRIPT, AgentBot, AsyncAgentBot
 from llamabot.models.reply import ModelReply, Usage
 
 class Instant:
@@ -46,25 +45,19 @@ class Instant:
     def complete(self, request, on_token=None):
         return self.replies[(len(request.messages) - 2) // 2]
     async def acomplete(self, request, on_token=None):
-        return self.replies[(len(request.messages) - 2) // 2]
+        return self.complete(request)
+"""
 
+#: What the measured process does, by kind: set-up, ``WARM_UP`` runs, then ``n`` more. ``{n}`` is filled in.
+PROBES = {
+    "agent": INSTANT + """
 bot = AgentBot(tools=CALCULATOR_TOOLS, model_name=Instant())
 for _ in range({warm} + {n}):
     bot.reset()
     assert bot("What is (2 + 3) * 7?") == "35"
 """,
-    "async": """
+    "async": INSTANT + """
 import asyncio
-from agent_overhead import CALCULATOR_TOOLS, SCRIPT, AsyncAgentBot
-from llamabot.models.reply import ModelReply, Usage
-
-class Instant:
-    name = "instant"
-    replies = [ModelReply(r.content, r.tool_calls, Usage(10, 5, 0.0), "instant", r.finish_reason, 0.0) for r in SCRIPT]
-    def complete(self, request, on_token=None):
-        return self.replies[(len(request.messages) - 2) // 2]
-    async def acomplete(self, request, on_token=None):
-        return self.replies[(len(request.messages) - 2) // 2]
 
 bot = AsyncAgentBot(tools=CALCULATOR_TOOLS, model_name=Instant())
 

@@ -37,12 +37,10 @@ def next_node(current: Any, action: str | None) -> Any:
     return following
 
 
-def _visit(node: Any, params: dict[str, Any]) -> Any:
-    """The node a flow runs for ``node``: a :class:`DualNode` itself (it keeps no per-run attributes, and its
-    ``params`` are its own), any other node a copy given the flow's params, exactly as pocketflow does. (The
-    flows make the same test before calling this, to skip the call for DualNodes.)"""
-    if getattr(type(node), "__copy__", None) is _SAME:
-        return node
+def _copied(node: Any, params: dict[str, Any]) -> Any:
+    """The copy of a node that is not a :class:`DualNode`, given the flow's params, exactly as pocketflow makes
+    one for every step. A DualNode keeps no per-run attributes and its ``params`` are its own: the flows run it
+    itself (they test ``__copy__ is _SAME`` before calling this)."""
     node = copy.copy(node)
     node.set_params(params)
     return node
@@ -88,7 +86,7 @@ class Flow(pocketflow.Flow):
         current, action = start or self.start_node, None
         while current is not None:
             if getattr(type(current), "__copy__", None) is not _SAME:  # not a DualNode: copy it, as pocketflow does
-                current = _visit(current, params)
+                current = _copied(current, params)
             action = current._run(shared)
             following = current.successors.get(action or "default")  # next_node's usual case, inline
             current = following if following is not None else next_node(current, action)
@@ -129,7 +127,7 @@ class AsyncFlow(pocketflow.AsyncFlow):
         current, action = start or self.start_node, None
         while current is not None:
             if getattr(type(current), "__copy__", None) is not _SAME:  # not a DualNode: copy it, as pocketflow does
-                current = _visit(current, params)
+                current = _copied(current, params)
             if isinstance(current, pocketflow.AsyncNode):
                 action = await current._run_async(shared)
             else:
@@ -218,5 +216,5 @@ class DualNode(pocketflow.AsyncNode):
         return self.post(shared, prep_res, exec_res)
 
 
-#: ``DualNode.__copy__``: a node whose class has it is run itself, not copied (see :func:`_visit`).
+#: ``DualNode.__copy__``: a node whose class has it is run itself, not copied (see :func:`_copied`).
 _SAME = DualNode.__copy__

@@ -266,13 +266,6 @@ def _tell(method: str, piece: Any) -> None:
             getattr(hook, method)(current, piece)
 
 
-def wants_tokens() -> bool:
-    """Whether any hook of the active run listens to token or tool-call deltas (so models stream only when
-    useful)."""
-    active = _CURRENT.get()
-    return active is not None and active[0].tokens
-
-
 def _listens_to_tokens(hooks: tuple[RunHooks, ...]) -> bool:
     """Whether a hook overrides ``on_token`` or ``on_tool_call_delta`` (then models stream)."""
     return bool(hooks) and any(_overrides(h, "on_token") or _overrides(h, "on_tool_call_delta") for h in hooks)
