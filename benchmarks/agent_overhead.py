@@ -18,7 +18,9 @@
   ``otel_batch_ratio``: the same through a ``BatchSpanProcessor`` (what ``instrument()`` makes from the
   ``OTEL_*`` environment), its flush inside the measured time so the export thread's CPU counts.
   ``otel_noop_ratio``: the same with the OpenTelemetry API's no-op provider (the hook's own mapping cost, no
-  SDK); ``otel_sdk_span_us``: one bare SDK span. ``otel_off_ratio``: a process that turned export on, exported
+  SDK); ``otel_sdk_span_us``: one bare SDK span; ``otel_floor_us``: the SDK's own work per span the direct way exports
+  (``sdk_export_floor_us``) and ``otel_floor_ratio``: the step with that added per span over the step without
+  export, the best ratio any mapping could reach. ``otel_off_ratio``: a process that turned export on, exported
   and turned it off, over one that never turned it on (fresh interpreters, alternating): off costs nothing when
   the two agree within noise. All in CPU time (``process_time``, best of several samples), so the load of other
   processes on a shared machine moves these figures less.
@@ -256,12 +258,57 @@ def sdk_span_us(provider: Any, spans: int) -> float:
     return elapsed / spans * 1e6
 
 
-def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float, float]:
+def sdk_exports() -> Any:
+    """A function ``export(n)`` that exports ``n`` spans the way llamabot's direct way (see
+    ``llamabot.observe.otel.OTelHook``) hands them to the SDK: for each, a ``SpanContext`` (a new span id), the
+    finished ``ReadableSpan`` (three attributes) and a ``SimpleSpanProcessor``'s ``on_end`` (context attach and
+    detach, the in-memory export). The SDK's own work per exported span, whoever maps it."""
+    from types import MappingProxyType
+
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+    from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+    exporter = InMemorySpanExporter()
+    processor = SimpleSpanProcessor(exporter)
+    provider = TracerProvider()
+    ids, scope, resource = provider.id_generator, InstrumentationScope("bench"), provider.resource
+    trace_id, flags, unset = ids.generate_trace_id(), TraceFlags(TraceFlags.SAMPLED), Status(StatusCode.UNSET)
+    parent = SpanContext(trace_id, ids.generate_span_id(), False, flags, None)
+    attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add", "gen_ai.tool.call.id": "call_1"}
+
+    def export(spans: int) -> None:
+        for _ in range(spans):
+            context = SpanContext(trace_id, ids.generate_span_id(), False, flags, None)
+            processor.on_end(ReadableSpan("execute_tool add", context, parent, resource, MappingProxyType(attributes),
+                                          (), (), SpanKind.INTERNAL, None, unset, 1, 2, scope))
+        assert len(exporter.get_finished_spans()) == spans
+        exporter.clear()
+
+    return export
+
+
+def sdk_export_floor_us(spans: int) -> float:
+    """CPU µs per span of :func:`sdk_exports` (gc off). ``otel_floor_ratio`` — the step with this added for each
+    of its spans, over the step without export — is the best ratio any mapping could reach."""
+    export = sdk_exports()
+    export(10)  # warm-up
+    gc.disable()
+    t0 = time.process_time()
+    export(spans)
+    elapsed = time.process_time() - t0
+    gc.enable()
+    return elapsed / spans * 1e6
+
+
+def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float, float, float]:
     """``otel_step_us`` side by side, the least disturbed (smallest) of ``rounds`` samples each, alternating
     within each round: (export off, exporting with the SDK to memory, exporting to the API's no-op provider,
     one bare SDK span, exporting to memory through a ``BatchSpanProcessor`` — the processor
     ``instrument()`` makes from the environment — flushed inside the measured time so its thread's export
-    counts)."""
+    counts, the SDK's own floor per exported span: ``sdk_export_floor_us``)."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -291,11 +338,12 @@ def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float, floa
         batch_exporter.clear()
         otel.uninstrument()
     batch_provider.shutdown()
-    bare = []
+    bare, floor = [], []
     for _ in range(rounds):
         bare.append(sdk_span_us(provider, runs * 10))
         exporter.clear()
-    return min(off), min(exporting), min(noop), min(bare), min(batched)
+        floor.append(sdk_export_floor_us(runs * 10))
+    return min(off), min(exporting), min(noop), min(bare), min(batched), min(floor)
 
 
 #: One sample of ``bench_otel_off`` in a fresh interpreter: the best ``otel_step_us`` of a process where export
@@ -383,14 +431,20 @@ def main() -> None:
     reuse_ratio = bench_reuse(reuse_calls, reuse_window)
     print(f"reused bot: per-step time at call {reuse_calls} / first calls -> ratio {reuse_ratio:.2f}")
 
-    otel_base_us, otel_on_us, otel_noop_us, otel_sdk_span_us, otel_batch_us = bench_otel(otel_runs, otel_rounds)
+    otel_base_us, otel_on_us, otel_noop_us, otel_sdk_span_us, otel_batch_us, otel_floor_us = bench_otel(
+        otel_runs, otel_rounds)
     otel_ratio = otel_on_us / otel_base_us
+    otel_floor_ratio = (otel_base_us + OTEL_SPANS_PER_STEP * otel_floor_us) / otel_base_us
     otel_batch_ratio = otel_batch_us / otel_base_us
     otel_noop_ratio = otel_noop_us / otel_base_us
     print(f"OpenTelemetry, CPU per step: {otel_base_us:.1f} µs off, {otel_on_us:.1f} µs exporting (SDK, in-memory) "
           f"-> ratio {otel_ratio:.2f}; {otel_noop_us:.1f} µs to the no-op provider -> ratio {otel_noop_ratio:.2f}; "
           f"a bare SDK span costs {otel_sdk_span_us:.1f} µs ({OTEL_SPANS_PER_STEP:.2f} spans per step); "
           f"{otel_batch_us:.1f} µs exporting through a BatchSpanProcessor (flush counted) -> ratio {otel_batch_ratio:.2f}")
+    print(f"OpenTelemetry SDK floor: {otel_floor_us:.1f} µs of the SDK's own work per exported span (span context, "
+          f"ReadableSpan, SimpleSpanProcessor.on_end, in-memory export) x {OTEL_SPANS_PER_STEP:.2f} spans per step "
+          f"-> the best ratio any mapping could reach: {otel_floor_ratio:.2f}; llamabot's mapping adds "
+          f"{otel_on_us - otel_base_us - OTEL_SPANS_PER_STEP * otel_floor_us:.1f} µs per step")
     otel_never_us, otel_off_us = bench_otel_off(otel_runs, *otel_off_pairs)
     otel_off_ratio = otel_off_us / otel_never_us
     print(f"OpenTelemetry off, CPU per step (fresh interpreters, alternating): {otel_never_us:.1f} µs never "
@@ -401,7 +455,8 @@ def main() -> None:
         f"concurrent_ratio={concurrent_ratio:.3f} litellm_ratio={litellm_ratio:.3f} reuse_ratio={reuse_ratio:.3f} "
         f"litellm_call_ms={plain_ms:.2f} litellm_zero_cost_call_ms={zero_ms:.2f} otel_ratio={otel_ratio:.3f} otel_batch_ratio={otel_batch_ratio:.3f} "
         f"otel_noop_ratio={otel_noop_ratio:.3f} otel_off_ratio={otel_off_ratio:.3f} "
-        f"otel_sdk_span_us={otel_sdk_span_us:.1f} quick={int(quick)}"
+        f"otel_sdk_span_us={otel_sdk_span_us:.1f} otel_floor_us={otel_floor_us:.2f} otel_floor_ratio={otel_floor_ratio:.3f} "
+        f"quick={int(quick)}"
     )
 
 

@@ -14,6 +14,13 @@ interpreter start, imports and set-up cancel out.
 - ``instr_ratio``: ``agent_instr_per_step / pocketflow_instr_per_node``. Not the time ratio: a step of ours runs
   at fewer instructions per cycle than pocketflow's tiny loop (more code and objects per step), so the time ratio
   of ``agent_overhead.py`` is higher; this one moves only when the work done moves.
+- ``otel_instr_per_step``: the agent step with every run exported to OpenTelemetry (``otel.instrument`` with the
+  SDK, a ``SimpleSpanProcessor`` and the in-memory exporter, as ``agent_overhead.py``'s ``otel_ratio``), and
+  ``otel_instr_ratio``: that over ``agent_instr_per_step``.
+- ``sdk_floor_instr_per_span``: the SDK's own work per span exported that way, whoever maps it
+  (``agent_overhead.sdk_exports``: span context, ``ReadableSpan``, the processor's ``on_end``), and
+  ``otel_floor_instr_ratio``: the agent step plus that for each of its spans, over the agent step — the best
+  ``otel_instr_ratio`` any mapping could reach.
 
 Needs valgrind (``apt-get install valgrind``; ``.ci/run`` installs it). ``PYTHONHASHSEED=0`` makes the counts
 repeatable to within a few instructions per step.
@@ -67,6 +74,28 @@ async def main():
 
 asyncio.run(main())
 """,
+    "otel": INSTANT + """
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from llamabot.observe import otel
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+otel.instrument(provider)
+bot = AgentBot(tools=CALCULATOR_TOOLS, model_name=Instant())
+for _ in range({warm} + {n}):
+    bot.reset()
+    assert bot("What is (2 + 3) * 7?") == "35"
+    exporter.clear()
+""",
+    "sdk_floor": """
+from agent_overhead import sdk_exports
+export = sdk_exports()
+export({warm} * 10)
+export({n})
+""",
     "pocketflow": """
 from agent_overhead import pocketflow_loop, pocketflow_node_sample
 flow, _ = pocketflow_loop({warm} * 100 + {n})
@@ -74,6 +103,7 @@ pocketflow_node_sample(flow, {warm} * 100 + {n})
 """,
 }
 STEPS_PER_RUN = 3  # agent_overhead.SCRIPT: add, multiply, respond_to_user
+SPANS_PER_STEP = (1 + 3 * STEPS_PER_RUN) / STEPS_PER_RUN  # agent_overhead.OTEL_SPANS_PER_STEP
 
 
 def instructions(kind: str, n: int) -> int:
@@ -106,12 +136,21 @@ def main() -> None:
     agent = per_repetition("agent", runs) / STEPS_PER_RUN
     async_agent = per_repetition("async", runs) / STEPS_PER_RUN
     node = per_repetition("pocketflow", nodes)
+    exported = per_repetition("otel", runs) / STEPS_PER_RUN
+    floor = per_repetition("sdk_floor", nodes // 4)
+    floor_ratio = (agent + SPANS_PER_STEP * floor) / agent
     print(f"agent decision step (decision + tool, tracing on): {agent:9.0f} instructions")
     print(f"the same through arun:                             {async_agent:9.0f} instructions")
     print(f"plain pocketflow node step:                        {node:9.0f} instructions")
     print(f"one agent step = {agent / node:.2f} pocketflow node steps in instructions ({runs} runs, {nodes} nodes)")
+    print(f"the agent step exporting to OpenTelemetry:         {exported:9.0f} instructions "
+          f"-> {exported / agent:.2f} of the step without export")
+    print(f"the SDK's own work per exported span:              {floor:9.0f} instructions, x {SPANS_PER_STEP:.2f} spans "
+          f"per step -> the best ratio any mapping could reach: {floor_ratio:.2f}")
     print(f"RESULT agent_instr_per_step={agent:.0f} async_instr_per_step={async_agent:.0f} "
-          f"pocketflow_instr_per_node={node:.0f} instr_ratio={agent / node:.3f} quick={int(quick)}")
+          f"pocketflow_instr_per_node={node:.0f} instr_ratio={agent / node:.3f} otel_instr_per_step={exported:.0f} "
+          f"otel_instr_ratio={exported / agent:.3f} sdk_floor_instr_per_span={floor:.0f} "
+          f"otel_floor_instr_ratio={floor_ratio:.3f} quick={int(quick)}")
 
 
 if __name__ == "__main__":

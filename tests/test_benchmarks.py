@@ -23,7 +23,7 @@ EXPECTED_KEYS: dict[str, set[str]] = {
     "agent_overhead.py": {
         "step_us", "pocketflow_node_us", "step_vs_pocketflow", "concurrent_ratio", "litellm_ratio", "reuse_ratio",
         "litellm_call_ms", "litellm_zero_cost_call_ms", "otel_ratio", "otel_noop_ratio", "otel_off_ratio",
-        "otel_sdk_span_us", "quick",
+        "otel_sdk_span_us", "otel_floor_us", "otel_floor_ratio", "quick",
     },
     "anot_parallel.py": {
         "parallel_ratio", "token_ratio", "token_ratio_full_context", "anot_prompt_tokens", "cot_prompt_tokens",
@@ -45,7 +45,8 @@ EXPECTED_KEYS: dict[str, set[str]] = {
         "sdk_cpu_us", "over_sdk_cpu_us", "thread_hop_us", "quick",
     },
     "instructions.py": {
-        "agent_instr_per_step", "async_instr_per_step", "pocketflow_instr_per_node", "instr_ratio", "quick",
+        "agent_instr_per_step", "async_instr_per_step", "pocketflow_instr_per_node", "instr_ratio",
+        "otel_instr_per_step", "otel_instr_ratio", "sdk_floor_instr_per_span", "otel_floor_instr_ratio", "quick",
     },
     "embedded_model.py": {
         "stream_ratio", "nostream_ratio", "same_text", "cold_first_answer_s", "cached_first_answer_s",
