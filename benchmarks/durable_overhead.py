@@ -9,7 +9,11 @@
   PostgreSQL (scripted model, 200 ms latency, 3 decisions each; each worker executes up to 25 runs at once).
   Ideal 0.5.
 - ``dbos_noop_step_ms_sqlite`` / ``_postgres``: DBOS's own floor, the median wall time of a step that does
-  nothing (checked and recorded like a model or tool call; an agent decision is two such steps).
+  nothing (checked and recorded like a model or tool call; an agent decision is two such steps), back to back;
+  ``dbos_idle_step_ms_*``: the same step after 50 ms idle, as the model call's checkpoint follows the model's wait
+  (this machine runs slower for a while after idling: a loopback PostgreSQL round trip takes several times longer
+  and a Python loop about 1.7x). ``floor_ratio_*``: an in-memory step plus one of each over the in-memory step,
+  the best ``durable_step_ratio`` DBOS allows here.
 - ``recovery_s``: from SIGKILL of a process in the middle of a run to the next step of the same run in a newly
   started process (a new Python process: imports, DBOS launch, recovery, replay of the recorded steps).
 
@@ -41,6 +45,7 @@ from tests.durable.agents import make_agent  # noqa: E402
 from tests.durable.postgres import postgres_server  # noqa: E402
 
 DECISIONS = 4  # make_agent with DURABLE_CALLS=3: three tool calls, then respond_to_user
+LATENCY_S = 0.05  # the scripted model's latency in the per-step runs
 WORKER = "from llamabot.cli import main; main()"
 
 
@@ -55,19 +60,22 @@ async def _noop(i: int) -> int:
 
 
 @DBOS.workflow(name="llamabot-bench-noop-steps")
-async def noop_steps(n: int) -> list[float]:
-    """DBOS's own floor: ``n`` steps that do nothing, each checked and recorded like a model or tool call."""
+async def noop_steps(n: int, idle_s: float = 0.0) -> list[float]:
+    """DBOS's own floor: ``n`` steps that do nothing, each checked and recorded like a model or tool call; with
+    ``idle_s``, each after that long idle (as a step that follows a model's wait)."""
     times = []
     for i in range(n):
+        if idle_s:
+            await asyncio.sleep(idle_s)
         started = time.perf_counter()
         await DBOS.run_step_async({"name": "noop"}, _noop, i)
         times.append(time.perf_counter() - started)
     return times
 
 
-async def per_step_ratio(db: str, runs: int) -> tuple[float, float, float, float]:
-    """(durable ms per step, in-memory ms per step, ratio, DBOS's no-op step in ms), medians over ``runs``
-    sequential runs each (the no-op step: over 20 per run)."""
+async def per_step_ratio(db: str, runs: int) -> tuple[float, float, float, float, float]:
+    """(durable ms per step, in-memory ms per step, ratio, DBOS's no-op step in ms, the same after 50 ms idle),
+    medians over ``runs`` sequential runs each (the no-op steps: over 20 per run)."""
     bot = make_agent()
     agent = Durable(make_agent, db=db)
     await agent.arun("warm-up")
@@ -81,9 +89,11 @@ async def per_step_ratio(db: str, runs: int) -> tuple[float, float, float, float
         durable.append((time.perf_counter() - started) / DECISIONS)
     handle = await DBOS.start_workflow_async(noop_steps, 20 * runs)
     floor = statistics.median(await handle.get_result())
+    handle = await DBOS.start_workflow_async(noop_steps, 20 * runs, LATENCY_S)
+    idle_floor = statistics.median(await handle.get_result())
     shutdown()
     d, m = statistics.median(durable), statistics.median(memory)
-    return d * 1000, m * 1000, d / m, floor * 1000
+    return d * 1000, m * 1000, d / m, floor * 1000, idle_floor * 1000
 
 
 def workers_wall(db: str, workers: int, runs: int, tag: str) -> float:
@@ -136,16 +146,21 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer runs (smoke checks); also LLAMABOT_BENCH_QUICK=1")
     quick = parser.parse_args().quick or os.environ.get("LLAMABOT_BENCH_QUICK", "").lower() in ("1", "true", "yes", "on")
     runs, queued = (3, 40) if quick else (10, 200)
-    os.environ.update(DURABLE_CALLS="3", DURABLE_LATENCY_S="0.05", DURABLE_EFFECTS="", DURABLE_MODEL_LOG="")
+    os.environ.update(DURABLE_CALLS="3", DURABLE_LATENCY_S=str(LATENCY_S), DURABLE_EFFECTS="", DURABLE_MODEL_LOG="")
     with tempfile.TemporaryDirectory() as tmp, postgres_server() as pg:
         folder = Path(tmp)
         base = pg.rsplit("/", 1)[0]
-        d, m, sqlite_ratio, sqlite_floor = asyncio.run(per_step_ratio(f"sqlite:///{folder / 'bench.sqlite'}", runs))
-        print(f"SQLite:     durable {d:6.1f} ms/step, in memory {m:6.1f} ms/step -> ratio {sqlite_ratio:.3f}; "
-              f"a DBOS step that does nothing: {sqlite_floor:.2f} ms")
-        d, m, pg_ratio, pg_floor = asyncio.run(per_step_ratio(f"{base}/steps", runs))
-        print(f"PostgreSQL: durable {d:6.1f} ms/step, in memory {m:6.1f} ms/step -> ratio {pg_ratio:.3f}; "
-              f"a DBOS step that does nothing: {pg_floor:.2f} ms")
+        floors = {}
+        for label, key, db in (("SQLite:    ", "sqlite", f"sqlite:///{folder / 'bench.sqlite'}"),
+                               ("PostgreSQL:", "postgres", f"{base}/steps")):
+            d, m, ratio, floor, idle = asyncio.run(per_step_ratio(db, runs))
+            # a decision is two steps: the model call's (recorded after the model's wait) and the tool call's
+            floors[key] = (ratio, floor, idle, (m + floor + idle) / m)
+            print(f"{label} durable {d:6.1f} ms/step, in memory {m:6.1f} ms/step -> ratio {ratio:.3f}; a DBOS step "
+                  f"that does nothing: {floor:.2f} ms, {idle:.2f} ms after {LATENCY_S * 1000:.0f} ms idle -> DBOS's "
+                  f"floor for a decision (one of each): ratio {floors[key][3]:.3f}")
+        (sqlite_ratio, sqlite_floor, sqlite_idle, sqlite_floor_ratio) = floors["sqlite"]
+        (pg_ratio, pg_floor, pg_idle, pg_floor_ratio) = floors["postgres"]
         one = workers_wall(f"{base}/one", 1, queued, "one")
         two = workers_wall(f"{base}/two", 2, queued, "two")
         print(f"{queued} queued runs x 3 decisions @ 200 ms: one worker {one:.2f} s, two workers {two:.2f} s "
@@ -154,7 +169,9 @@ def main() -> None:
         print(f"recovery: SIGKILL -> next step of the run in a new process: {recovery:.2f} s")
     print(f"RESULT durable_step_ratio_sqlite={sqlite_ratio:.3f} durable_step_ratio_postgres={pg_ratio:.3f} "
           f"workers_ratio={two / one:.3f} recovery_s={recovery:.3f} dbos_noop_step_ms_sqlite={sqlite_floor:.2f} "
-          f"dbos_noop_step_ms_postgres={pg_floor:.2f} runs={queued} quick={int(quick)}")
+          f"dbos_noop_step_ms_postgres={pg_floor:.2f} dbos_idle_step_ms_sqlite={sqlite_idle:.2f} "
+          f"dbos_idle_step_ms_postgres={pg_idle:.2f} floor_ratio_sqlite={sqlite_floor_ratio:.3f} "
+          f"floor_ratio_postgres={pg_floor_ratio:.3f} runs={queued} quick={int(quick)}")
 
 
 if __name__ == "__main__":

@@ -37,7 +37,8 @@ EXPECTED_KEYS: dict[str, set[str]] = {
     },
     "tot_overhead.py": {"update_us", "driver_step_us", "async_ratio", "quick"},
     "durable_overhead.py": {
-        "durable_step_ratio_sqlite", "durable_step_ratio_postgres", "workers_ratio", "recovery_s", "quick",
+        "durable_step_ratio_sqlite", "durable_step_ratio_postgres", "workers_ratio", "recovery_s",
+        "dbos_idle_step_ms_sqlite", "dbos_idle_step_ms_postgres", "floor_ratio_sqlite", "floor_ratio_postgres", "quick",
     },
     "parallel_calls.py": {"sync_tool_ratio", "async_tool_ratio", "overhead_ms", "calls", "quick"},
     "mcp_overhead.py": {
