@@ -78,13 +78,20 @@ class Span:
 _SPAN_IDS = threading.Lock()
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Trace:
     """The spans of one run, in start order, and what its model calls spent (``usage``, kept live)."""
 
-    trace_id: str = field(default_factory=lambda: os.urandom(16).hex())
-    spans: list[Span] = field(default_factory=list)
-    usage: RunUsage = field(default_factory=RunUsage)
+    trace_id: str
+    spans: list[Span]
+    usage: RunUsage
+
+    # written out rather than generated: a new trace is made for every run, and the generated __init__ with its
+    # default factories cost twice as much
+    def __init__(self, trace_id: str | None = None, spans: list[Span] | None = None, usage: RunUsage | None = None):
+        self.trace_id = trace_id or os.urandom(16).hex()
+        self.spans = [] if spans is None else spans
+        self.usage = RunUsage() if usage is None else usage
 
     def open(self, name: str, kind: str, parent: Span | None, category: str = "node", **attributes: Any) -> Span:
         """Record a new span (started now). Prefer :func:`open_span`, which also tells the run's hooks."""
