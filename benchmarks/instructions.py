@@ -38,6 +38,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from agent_overhead import OTEL_SPANS_PER_STEP as SPANS_PER_STEP
+from agent_overhead import STEPS_PER_RUN
+
 HERE = Path(__file__).resolve().parent
 WARM_UP = 20
 
@@ -102,8 +105,6 @@ flow, _ = pocketflow_loop({warm} * 100 + {n})
 pocketflow_node_sample(flow, {warm} * 100 + {n})
 """,
 }
-STEPS_PER_RUN = 3  # agent_overhead.SCRIPT: add, multiply, respond_to_user
-SPANS_PER_STEP = (1 + 3 * STEPS_PER_RUN) / STEPS_PER_RUN  # agent_overhead.OTEL_SPANS_PER_STEP
 
 
 def instructions(kind: str, n: int) -> int:
