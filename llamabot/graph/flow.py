@@ -169,17 +169,37 @@ class DualNode(pocketflow.AsyncNode):
         :class:`AsyncFlow` (override it to await a model or an async tool)."""
         return self.exec(prep_res)
 
-    def _open(self, shared: Any, prep_res: Any) -> OpenSpan | None:
-        if self.span_kind is None:
-            return None
-        attributes = self.span_attributes(prep_res)
-        if attributes is None:  # this step records no span (e.g. a decision that only pops a queued call)
-            return None
-        return start_span(self.span_name or node_label(self), self.span_kind, self.span_category, shared, attributes)
-
-    def _finish(self, shared: Any, prep_res: Any, exec_res: Any, opened: OpenSpan | None) -> Any:
-        """``post``, then close the step's span with the chosen action (or the error)."""
+    # The two paths below differ only in how exec is called; each is written out (not built from shared helpers)
+    # because it runs for every step of every graph.
+    def _run(self, shared: dict[str, Any]) -> Any:  # the sync path, as pocketflow.Node._run
+        prep_res = self.prep(shared)
+        opened = None
+        if self.span_kind is not None:
+            attributes = self.span_attributes(prep_res)
+            if attributes is not None:  # None: this step records no span (a decision that pops a queued call)
+                opened = start_span(self.span_name or node_label(self), self.span_kind, self.span_category, shared,
+                                    attributes)
         try:
+            exec_res = self.exec(prep_res) if self.max_retries == 1 else pocketflow.Node._exec(self, prep_res)
+            action = self.post(shared, prep_res, exec_res)
+        except BaseException as exc:
+            close_span(opened, shared, exc)
+            raise
+        if opened is not None:  # the span ends with the action chosen
+            opened[0].attributes["action"] = action
+            close_span(opened, shared)
+        return action
+
+    async def _run_async(self, shared: dict[str, Any]) -> Any:  # the async path, without pocketflow's extra layers
+        prep_res = self.prep(shared)
+        opened = None
+        if self.span_kind is not None:
+            attributes = self.span_attributes(prep_res)
+            if attributes is not None:  # None: this step records no span (a decision that pops a queued call)
+                opened = start_span(self.span_name or node_label(self), self.span_kind, self.span_category, shared,
+                                    attributes)
+        try:
+            exec_res = await (self.exec_async(prep_res) if self.max_retries == 1 else self._exec(prep_res))
             action = self.post(shared, prep_res, exec_res)
         except BaseException as exc:
             close_span(opened, shared, exc)
@@ -188,26 +208,6 @@ class DualNode(pocketflow.AsyncNode):
             opened[0].attributes["action"] = action
             close_span(opened, shared)
         return action
-
-    def _run(self, shared: dict[str, Any]) -> Any:  # the sync path, as pocketflow.Node._run
-        prep_res = self.prep(shared)
-        opened = self._open(shared, prep_res)
-        try:
-            exec_res = self.exec(prep_res) if self.max_retries == 1 else pocketflow.Node._exec(self, prep_res)
-        except BaseException as exc:
-            close_span(opened, shared, exc)
-            raise
-        return self._finish(shared, prep_res, exec_res, opened)
-
-    async def _run_async(self, shared: dict[str, Any]) -> Any:  # the async path, without pocketflow's extra layers
-        prep_res = self.prep(shared)
-        opened = self._open(shared, prep_res)
-        try:
-            exec_res = await (self.exec_async(prep_res) if self.max_retries == 1 else self._exec(prep_res))
-        except BaseException as exc:
-            close_span(opened, shared, exc)
-            raise
-        return self._finish(shared, prep_res, exec_res, opened)
 
     async def prep_async(self, shared: dict[str, Any]) -> Any:
         return self.prep(shared)

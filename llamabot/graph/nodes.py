@@ -20,7 +20,7 @@ from llamabot.graph.parallel_calls import ParallelCalls, take_early
 from llamabot.models.messages import Message, tool_result, user
 from llamabot.models.seam import model_family
 from llamabot.observe.tracing import current_run, current_span, log_debug
-from llamabot.tools.call import ToolOutcome, ainvoke_tool, invoke_tool
+from llamabot.tools.call import ToolOutcome, ainvoke_validated, invoke_validated
 from llamabot.tools.tool import DECIDE, Tool
 
 FORCE_MESSAGE = (
@@ -211,7 +211,7 @@ class FuncNode(DualNode):
     # the tool's timeout and retry policy applied; on the async path sync tools run in worker threads.
     def exec(self, prep_res: ToolStep) -> ToolOutcome:
         call, context, _, _ = prep_res
-        return invoke_tool(self.tool, call.arguments, context, validated=True)
+        return invoke_validated(self.tool, call.arguments, context)
 
     async def exec_async(self, prep_res: ToolStep) -> ToolOutcome:
         call, context, early, queued = prep_res
@@ -219,7 +219,7 @@ class FuncNode(DualNode):
             return await early
         if queued:  # more calls of the same reply wait: start those that may run now (see parallel_calls)
             self.parallel.start(current_run(), current_span(), queued)  # type: ignore[union-attr]
-        return await ainvoke_tool(self.tool, call.arguments, context, validated=True)
+        return await ainvoke_validated(self.tool, call.arguments, context)
 
     def post(self, shared: dict[str, Any], prep_res: ToolStep, outcome: ToolOutcome) -> str | None:
         call = prep_res[0]

@@ -27,7 +27,7 @@ from llamabot.graph.agent_state import PendingCall
 from llamabot.graph.checkpoint import CheckpointHook
 from llamabot.models.exchange import step_runner
 from llamabot.observe.tracing import RunContext, Span, close_span, start_span, under
-from llamabot.tools.call import ToolOutcome, ainvoke_tool
+from llamabot.tools.call import ToolOutcome, ainvoke_validated
 from llamabot.tools.tool import Tool
 
 #: The run's live values key holding the early calls: call id -> the task running it.
@@ -93,7 +93,7 @@ async def _early_call(tool: Tool, call: PendingCall, parent: Span | None, slots:
             opened = start_span(call.name, "tool_call", "tool_call", None,
                                 {"arguments": call.arguments, "call_id": call.id, "early": True})
             try:
-                outcome = await ainvoke_tool(tool, call.arguments, None, validated=True)
+                outcome = await ainvoke_validated(tool, call.arguments)
             except BaseException as exc:
                 close_span(opened, None, exc)
                 raise

@@ -79,7 +79,7 @@ class ToolAttempt:
     ``executor`` runs sync tools in async runs when there is no timeout (default: a shared pool of
     :data:`TOOL_THREADS` threads); with a timeout, a daemon thread per attempt (so a hung tool never blocks the
     interpreter's exit). Returns :data:`Attempted`; exceptions of the tool are returned, not raised.
-    A plain slotted class, not a frozen dataclass: it is made once per tool call, on the agent's hot path.
+    Carried out by :func:`attempt` / :func:`aattempt`, which the one-attempt paths call directly.
     """
 
     __slots__ = ("tool", "kwargs", "timeout", "executor")
@@ -100,51 +100,64 @@ class ToolAttempt:
     __hash__ = None  # type: ignore[assignment]  # kwargs is a dict
 
     def run(self) -> Attempted:
-        tool = self.tool
-        if tool.is_async:
-            return None, _async_in_sync_run(tool)
-        try:
-            if self.timeout is None:
-                value = tool.func(**self.kwargs)
-            else:
-                future = _daemon_thread(functools.partial(tool.func, **self.kwargs), tool.name)
-                if not futures.wait((future,), timeout=self.timeout).done:
-                    return None, _timed_out(tool, self.timeout)
-                value = future.result()
-        except ToolUnavailableError:  # the tool's server is gone: the run ends, nothing to show the model
-            raise
-        except Exception as exc:  # noqa: BLE001 - the outcome carries it
-            return None, exc
-        if type(value) not in _PLAIN and inspect.isawaitable(value):  # a coroutine from a sync function
-            getattr(value, "close", lambda: None)()  # close it: no "coroutine was never awaited" warning
-            return None, _async_in_sync_run(tool)
-        return value, None
+        return attempt(self.tool, self.kwargs, self.timeout)
 
     async def arun(self) -> Attempted:
-        tool = self.tool
-        try:
-            if tool.is_async:
-                value = await _within(tool.func(**self.kwargs), self.timeout, tool)
-            elif tool.afunc is not None:  # a coroutine twin (an MCP tool): awaited here
-                value = await _within(tool.afunc(**self.kwargs), self.timeout, tool)
-            elif self.timeout is None and not tool.blocking:
-                value = tool.func(**self.kwargs)
-            else:
-                value = await _within(self._threaded(), self.timeout, tool)
-            if type(value) not in _PLAIN and inspect.isawaitable(value):  # a sync function that returned one
-                value = await value
-        except ToolUnavailableError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the outcome carries it
-            return None, exc
-        return value, None
+        return await aattempt(self.tool, self.kwargs, self.timeout, self.executor)
 
-    def _threaded(self) -> asyncio.Future[Any]:
-        call = functools.partial(self.tool.func, **self.kwargs)
-        if self.timeout is not None:
-            return asyncio.wrap_future(_daemon_thread(call, self.tool.name))
-        context = contextvars.copy_context()  # the tool sees the caller's context (the active trace span...)
-        return asyncio.get_running_loop().run_in_executor(self.executor or _tool_threads(), context.run, call)
+
+def attempt(tool: Tool, kwargs: dict[str, Any], timeout: float | None = None) -> Attempted:
+    """Run ``tool.func(**kwargs)`` once in this thread (in a daemon worker thread within ``timeout`` seconds when
+    one is set): what :meth:`ToolAttempt.run` carries out. Exceptions of the tool are returned, not raised."""
+    if tool.is_async:
+        return None, _async_in_sync_run(tool)
+    try:
+        if timeout is None:
+            value = tool.func(**kwargs)
+        else:
+            future = _daemon_thread(functools.partial(tool.func, **kwargs), tool.name)
+            if not futures.wait((future,), timeout=timeout).done:
+                return None, _timed_out(tool, timeout)
+            value = future.result()
+    except ToolUnavailableError:  # the tool's server is gone: the run ends, nothing to show the model
+        raise
+    except Exception as exc:  # noqa: BLE001 - the outcome carries it
+        return None, exc
+    if type(value) not in _PLAIN and inspect.isawaitable(value):  # a coroutine from a sync function
+        getattr(value, "close", lambda: None)()  # close it: no "coroutine was never awaited" warning
+        return None, _async_in_sync_run(tool)
+    return value, None
+
+
+async def aattempt(tool: Tool, kwargs: dict[str, Any], timeout: float | None = None,
+                   executor: Executor | None = None) -> Attempted:
+    """Async twin of :func:`attempt` (what :meth:`ToolAttempt.arun` carries out): coroutine tools awaited on the
+    loop, sync tools in a worker thread (``executor``, default the shared pool) unless they neither block nor
+    have a timeout."""
+    try:
+        if tool.is_async:
+            value = await _within(tool.func(**kwargs), timeout, tool)
+        elif tool.afunc is not None:  # a coroutine twin (an MCP tool): awaited here
+            value = await _within(tool.afunc(**kwargs), timeout, tool)
+        elif timeout is None and not tool.blocking:
+            value = tool.func(**kwargs)
+        else:
+            value = await _within(_threaded(tool, kwargs, timeout, executor), timeout, tool)
+        if type(value) not in _PLAIN and inspect.isawaitable(value):  # a sync function that returned one
+            value = await value
+    except ToolUnavailableError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the outcome carries it
+        return None, exc
+    return value, None
+
+
+def _threaded(tool: Tool, kwargs: dict[str, Any], timeout: float | None, executor: Executor | None) -> Any:
+    call = functools.partial(tool.func, **kwargs)
+    if timeout is not None:
+        return asyncio.wrap_future(_daemon_thread(call, tool.name))
+    context = contextvars.copy_context()  # the tool sees the caller's context (the active trace span...)
+    return asyncio.get_running_loop().run_in_executor(executor or _tool_threads(), context.run, call)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,10 +220,10 @@ def invoke_tool(tool: Tool | Callable[..., Any], arguments: str | Mapping[str, A
     """Call ``tool`` synchronously; ``options`` are :func:`tool_call`'s (``validated``, ``retry``, ``timeout``).
     An async tool gives an error outcome."""
     if _single_attempt(tool, options):
-        started, attempt = _direct_attempt(tool, arguments, context, options)  # type: ignore[arg-type]
-        if type(attempt) is ToolOutcome:  # invalid arguments: the function never runs
-            return attempt
-        value, error = attempt.run()
+        started, kwargs = _direct_kwargs(tool, arguments, context, options.get("validated", False))  # type: ignore[arg-type]
+        if type(kwargs) is ToolOutcome:  # invalid arguments: the function never runs
+            return kwargs
+        value, error = attempt(tool, kwargs)  # type: ignore[arg-type]
         return _outcome(value, error, 1, started)
     return run_exchange(tool_call(tool, arguments, context, **options))
 
@@ -220,33 +233,58 @@ async def ainvoke_tool(tool: Tool | Callable[..., Any], arguments: str | Mapping
     """Call ``tool`` from async code (``options`` as :func:`tool_call`'s, ``executor`` included): coroutine tools
     are awaited, sync tools run in a worker thread."""
     if _single_attempt(tool, options):
-        started, attempt = _direct_attempt(tool, arguments, context, options)  # type: ignore[arg-type]
-        if type(attempt) is ToolOutcome:
-            return attempt
-        value, error = await attempt.arun()
+        started, kwargs = _direct_kwargs(tool, arguments, context, options.get("validated", False))  # type: ignore[arg-type]
+        if type(kwargs) is ToolOutcome:
+            return kwargs
+        value, error = await aattempt(tool, kwargs)  # type: ignore[arg-type]
         return _outcome(value, error, 1, started)
     return await arun_exchange(tool_call(tool, arguments, context, **options))
+
+
+def invoke_validated(tool: Tool, kwargs: dict[str, Any], context: Mapping[str, Any] | None = None) -> ToolOutcome:
+    """``invoke_tool(tool, kwargs, context, validated=True)`` for a :class:`Tool` whose arguments are already
+    validated (the agent's tool node: its decision validated them), with no options to look at: the same
+    outcome, on the shortest path when the call is one attempt."""
+    if tool.retry is None and tool.timeout is None and step_runner() is None:
+        started, kwargs = _direct_kwargs(tool, kwargs, context, True) if tool.hidden else (time.perf_counter(), kwargs)
+        if type(kwargs) is ToolOutcome:
+            return kwargs
+        value, error = attempt(tool, kwargs)
+        return _outcome(value, error, 1, started)
+    return run_exchange(tool_call(tool, kwargs, context, validated=True))
+
+
+async def ainvoke_validated(tool: Tool, kwargs: dict[str, Any],
+                            context: Mapping[str, Any] | None = None) -> ToolOutcome:
+    """Async twin of :func:`invoke_validated`."""
+    if tool.retry is None and tool.timeout is None and step_runner() is None:
+        started, kwargs = _direct_kwargs(tool, kwargs, context, True) if tool.hidden else (time.perf_counter(), kwargs)
+        if type(kwargs) is ToolOutcome:
+            return kwargs
+        value, error = await aattempt(tool, kwargs)
+        return _outcome(value, error, 1, started)
+    return await arun_exchange(tool_call(tool, kwargs, context, validated=True))
 
 
 def _single_attempt(tool: Any, options: Mapping[str, Any]) -> bool:
     """Whether calling ``tool`` is exactly one attempt that the caller may carry out itself, as the exchange's
     driver would: a :class:`Tool` without retry or timeout (its own or given), no executor given, and not a step
-    of a durable run (whose runner must record it). The agent's tool calls take this path: it skips the
-    exchange's generator and driver, a tenth of a decision step."""
+    of a durable run (whose runner must record it). Such calls skip the exchange's generator and driver."""
     return (type(tool) is Tool and tool.retry is None and tool.timeout is None
             and (not options or options.keys() == {"validated"}) and step_runner() is None)
 
 
-def _direct_attempt(tool: Tool, arguments: Any, context: Mapping[str, Any] | None,
-                    options: Mapping[str, Any]) -> tuple[float, ToolAttempt | ToolOutcome]:
-    """(start time, the one attempt to carry out), or the error outcome of arguments that are invalid."""
+def _direct_kwargs(tool: Tool, arguments: Any, context: Mapping[str, Any] | None,
+                   validated: bool) -> tuple[float, dict[str, Any] | ToolOutcome]:
+    """(start time, the keyword arguments of the one attempt), or the error outcome of arguments that are
+    invalid."""
     started = time.perf_counter()
-    if tool.hidden or not options.get("validated"):
+    if tool.hidden or not validated:
         try:
-            arguments = _kwargs(tool, arguments, context, options.get("validated", False))
+            arguments = _kwargs(tool, arguments, context, validated)
         except (ToolArgumentsError, ToolDefinitionError) as exc:
             return started, _outcome(None, exc, 0, started)
-    return started, ToolAttempt(tool, arguments or {})  # validated, no hidden parameter: the arguments as they are
+    return started, arguments or {}  # validated, no hidden parameter: the arguments as they are
 
 
 def _kwargs(tool: Tool, arguments: Any, context: Mapping[str, Any] | None, validated: bool) -> dict[str, Any]:
