@@ -14,7 +14,7 @@ from typing import Any
 import pocketflow
 
 from llamabot.errors import LlamabotError
-from llamabot.observe.tracing import OpenSpan, close_span, start_span
+from llamabot.observe.tracing import close_span, start_span
 
 
 class GraphRoutingError(LlamabotError, RuntimeError):

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-import threading
+import random
 import time
-import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -55,6 +54,7 @@ class Span:
             usage = reply.usage
             attributes = {
                 **attributes,
+                "latency_s": self.duration_s,  # the call's own time: the span's (kept once, not as an attribute)
                 "prompt_tokens": usage.prompt_tokens,
                 "completion_tokens": usage.completion_tokens,
                 "cost": usage.cost,
@@ -73,9 +73,39 @@ class Span:
         }
 
 
-#: A span's id is its index in ``Trace.spans``: it is taken and the span appended under this lock, because a run
-#: may open spans from worker threads (ANoT's sync phase 3 runs a layer's steps in threads).
-_SPAN_IDS = threading.Lock()
+#: Trace ids are 128 random bits from a generator of llamabot's own, seeded by the OS: a third of the cost of the
+#: system call of ``os.urandom`` (made for every run). Its own, so a program's ``random.seed`` never fixes them;
+#: re-seeded in forked children, so workers forked from one process never repeat each other's ids.
+_TRACE_IDS = random.Random()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_TRACE_IDS.seed)
+
+
+def new_trace_id() -> str:
+    """A new trace id: 32 hexadecimal digits, random."""
+    return _TRACE_IDS.getrandbits(128).to_bytes(16, "big").hex()
+
+
+#: A span's id is its index in ``Trace.spans``. A run may open spans from several threads at once (ANoT's sync
+#: phase 3 runs a layer's steps in threads; a bot called inside a sync tool of an async run records into the same
+#: trace from a worker thread), so the index is read after the append, which is atomic: no lock (taking one cost
+#: a tenth of what opening a span costs, on every span).
+def _appended(spans: list[Span], span: Span) -> int:
+    """Append ``span`` to ``spans``; its index there."""
+    spans.append(span)
+    index = len(spans) - 1
+    return index if spans[index] is span else _index_of(spans, span)
+
+
+def _index_of(spans: list[Span], span: Span) -> int:
+    """Where ``span`` is in ``spans``, searched from the end: another thread appended after it (by identity: two
+    spans may be equal)."""
+    for index in range(len(spans) - 1, -1, -1):
+        if spans[index] is span:
+            return index
+    raise RuntimeError("a span vanished from its trace while it was being opened")  # spans are only appended
+
+
 _new_span = object.__new__
 
 
@@ -90,16 +120,15 @@ class Trace:
     # written out rather than generated: a new trace is made for every run, and the generated __init__ with its
     # default factories cost twice as much
     def __init__(self, trace_id: str | None = None, spans: list[Span] | None = None, usage: RunUsage | None = None):
-        self.trace_id = trace_id or os.urandom(16).hex()
+        self.trace_id = trace_id or new_trace_id()
         self.spans = [] if spans is None else spans
         self.usage = RunUsage() if usage is None else usage
 
     def open(self, name: str, kind: str, parent: Span | None, category: str = "node", **attributes: Any) -> Span:
         """Record a new span (started now). Prefer :func:`open_span`, which also tells the run's hooks."""
-        with _SPAN_IDS:
-            span = Span(len(self.spans), parent.span_id if parent else None, name, kind, time.perf_counter(), None,
-                        attributes, None, category, self.trace_id)
-            self.spans.append(span)
+        span = Span(-1, parent.span_id if parent else None, name, kind, time.perf_counter(), None, attributes, None,
+                    category, self.trace_id)
+        span.span_id = _appended(self.spans, span)
         return span
 
     def of_kind(self, kind: str) -> list[Span]:
@@ -130,7 +159,7 @@ class Trace:
             for s in data.get("spans", [])
         ]
         usage = RunUsage.from_dict(data["usage"]) if isinstance(data.get("usage"), dict) else RunUsage()
-        return cls(trace_id=data.get("trace_id") or uuid.uuid4().hex, spans=spans, usage=usage)
+        return cls(trace_id=data.get("trace_id") or None, spans=spans, usage=usage)
 
     @classmethod
     def load(cls, source: str | Path | dict[str, Any]) -> Trace:
@@ -222,10 +251,11 @@ def start_span(name: str, kind: str, category: str, state: Any, attributes: dict
     current.name, current.kind, current.category, current.attributes = name, kind, category, attributes
     current.end = current.error = None
     current.trace_id = trace.trace_id
-    with _SPAN_IDS:
-        current.span_id = len(spans)
-        current.start = time.perf_counter()
-        spans.append(current)
+    current.span_id = -1  # until appended (_appended, written out here)
+    current.start = time.perf_counter()
+    spans.append(current)
+    index = len(spans) - 1
+    current.span_id = index if spans[index] is current else _index_of(spans, current)
     token = _CURRENT.set((context, current))
     if context.hooks:
         for hook in context.hooks:
@@ -293,12 +323,27 @@ def _overrides(hook: RunHooks, name: str) -> bool:
 def _log_start(name: str, trace_id: str) -> bool:
     """Log the start of a run at debug level; whether the library's log is on (loguru evaluates lazy arguments
     only for a record it emits), so the steps of the run skip their log calls when it is off."""
+    if _log_surely_off():
+        return False
     emitted: list[bool] = []
     _LAZY.debug("run {} started (trace {})", lambda: emitted.append(True) or name, lambda: trace_id)
     return bool(emitted)
 
 
 _LAZY = logger.opt(lazy=True)  # made once: ``opt`` builds a new logger object on every call
+_DEBUG = 10  # loguru's number for the DEBUG level
+
+
+def _log_surely_off() -> bool:
+    """Whether loguru would drop a debug record of this module, by the three tests its ``_log`` makes first (no
+    handler; a minimum level above DEBUG; the module disabled, as ``logger.disable("llamabot")`` leaves it until
+    the user enables it), read off loguru's core. That is a private structure: when it looks different, ``False``
+    (the caller then asks loguru itself). A run asks once: the full call costs a tenth of a decision step."""
+    try:
+        core = logger._core
+        return not core.handlers or core.min_level > _DEBUG or core.enabled.get(__name__) is False
+    except AttributeError:
+        return False
 
 
 def log_debug(message: str, *args: Any) -> None:

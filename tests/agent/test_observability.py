@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 
 import pytest
 from typer.testing import CliRunner
@@ -11,7 +13,7 @@ from llamabot import AgentBot, AsyncAgentBot, ScriptedModel
 from llamabot.cli import app
 from llamabot.models.scripted import tool_call
 from llamabot.models.scripted_provider import register_scripted_provider
-from llamabot.observe.tracing import Trace
+from llamabot.observe.tracing import Trace, _index_of, capture, close_span, new_trace_id, open_span, under
 from llamabot.toolkits.calculator import add, divide, multiply
 
 
