@@ -9,6 +9,7 @@ Each decision is a ``decision`` span and each tool call a ``tool_call`` span of 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from llamabot.bot.toolbot import ToolBot, ToolBotReply
@@ -22,6 +23,8 @@ from llamabot.models.seam import model_family
 from llamabot.observe.tracing import current_run, current_span, log_debug
 from llamabot.tools.call import ToolOutcome, ainvoke_validated, invoke_validated
 from llamabot.tools.tool import DECIDE, Tool
+
+_NAME = attrgetter("name")
 
 FORCE_MESSAGE = (
     "You have used all allowed steps. Answer the user now with respond_to_user, using what you know so far."
@@ -46,9 +49,15 @@ class ToolExecutionError(LlamabotError, RuntimeError):
 
 
 @dataclass(slots=True)
-class DecideInput:
-    window: list[Message] | None  # None: a queued call is next, no model call
-    force: bool
+class Forced:
+    """What a decision forced to answer (past ``max_iterations``) is given: the conversation window."""
+
+    window: list[Message]
+
+
+#: What a decision node's ``prep`` hands on: the conversation window (the usual decision; a plain list, nothing
+#: made per step), :class:`Forced` around it, or ``None`` when a queued call is next (no model call).
+DecideInput = list[Message] | Forced | None
 
 
 class DecideNode(DualNode):
@@ -82,35 +91,35 @@ class DecideNode(DualNode):
 
     def prep(self, shared: dict[str, Any]) -> DecideInput:
         if shared["_pending"]:
-            return DecideInput(None, False)
+            return None
         shared["iteration_count"] += 1
-        force = shared["iteration_count"] > self.max_iterations
-        return DecideInput(conversation_window(shared["memory"], shared["_run_start"], self.history_limit), force)
+        window = conversation_window(shared["memory"], shared["_run_start"], self.history_limit)
+        return window if shared["iteration_count"] <= self.max_iterations else Forced(window)
 
-    def _turn(self, inp: DecideInput) -> tuple[ToolBot, list[Message]]:
+    def _turn(self, inp: list[Message] | Forced) -> tuple[ToolBot, list[Message]]:
         """The toolbot that takes this decision and the messages it is given (a forced decision: the final
         toolbot, told to answer now)."""
-        if not inp.force:
-            return self.toolbot, inp.window  # type: ignore[return-value]
+        if type(inp) is not Forced:
+            return self.toolbot, inp  # type: ignore[return-value]
         if self.final_toolbot is None:
             raise RuntimeError(
                 f"max_iterations ({self.max_iterations}) exceeded and no {RESPOND!r} tool is registered to end the run"
             )
-        return self.final_toolbot, [*inp.window, user(force_message(self.final_toolbot))]  # type: ignore[misc]
+        return self.final_toolbot, [*inp.window, user(force_message(self.final_toolbot))]
 
     def span_attributes(self, inp: DecideInput) -> dict[str, Any] | None:
-        return None if inp.window is None else {"forced": inp.force}
+        return None if inp is None else {"forced": type(inp) is Forced}
 
     def exec(self, inp: DecideInput) -> ToolBotReply | None:
-        if inp.window is None:
+        if inp is None:
             return None
-        toolbot, messages = self._turn(inp)
+        toolbot, messages = self._turn(inp)  # type: ignore[arg-type]
         return toolbot.turn(messages)
 
     async def exec_async(self, inp: DecideInput) -> ToolBotReply | None:
-        if inp.window is None:
+        if inp is None:
             return None
-        toolbot, messages = self._turn(inp)
+        toolbot, messages = self._turn(inp)  # type: ignore[arg-type]
         return await toolbot.aturn(messages)
 
     def post(self, shared: dict[str, Any], inp: DecideInput, outcome: ToolBotReply | None) -> str:
@@ -118,7 +127,7 @@ class DecideNode(DualNode):
         if outcome is not None:
             decision = decide(outcome, self.toolbot.tools, self.family)
             shared["memory"].extend(decision.messages)
-            names = [c.name for c in decision.calls]
+            names = list(map(_NAME, decision.calls))
             decision_span = current_span()
             if decision_span is not None:
                 attributes = decision_span.attributes
@@ -127,7 +136,7 @@ class DecideNode(DualNode):
                 if decision.errors:
                     attributes["errors"] = decision.errors
             log_debug("decision {}: calls {} errors {}", shared["iteration_count"], names, decision.errors)
-            if inp.force:  # only a terminal tool may run now (respond_to_user was asked for; any terminal ends)
+            if type(inp) is Forced:  # only a terminal tool may run now (respond_to_user was asked for; any terminal ends)
                 tools = self.toolbot.tools
                 refused = [c for c in decision.calls if c.name not in tools or not tools[c.name].is_terminal]
                 decision.calls = [c for c in decision.calls if c not in refused]

@@ -18,7 +18,7 @@ exchange.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar
@@ -65,11 +65,11 @@ def using_steps(runner: StepRunner | None) -> Iterator[None]:
         _STEPS.reset(token)
 
 
-def step_runner() -> StepRunner | None:
-    """The runner requests are handed to here (inside :func:`using_steps`), or ``None``: then the drivers carry
-    requests out themselves. Steps of a durable run are recorded in order, so callers that would start requests
-    concurrently start them one at a time when this is set."""
-    return _STEPS.get()
+#: ``step_runner()``: the runner requests are handed to here (inside :func:`using_steps`), or ``None``: then the
+#: drivers carry requests out themselves. Steps of a durable run are recorded in order, so callers that would start
+#: requests concurrently start them one at a time when this is set. (The context variable's own ``get``: asked on
+#: every decision and tool call, it costs no Python call.)
+step_runner: Callable[[], StepRunner | None] = _STEPS.get
 
 
 def carry_out(request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any:

@@ -12,14 +12,20 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from llamabot.errors import ToolArgumentsError, ToolDefinitionError
 from llamabot.tools.retry import Retry
-from llamabot.tools.schema import arguments_model, function_schema, is_hidden, parameters_schema
+from llamabot.tools.schema import (
+    arguments_model,
+    fields_validator,
+    function_schema,
+    is_hidden,
+    parameters_schema,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,6 +62,12 @@ class Tool:
     requires_approval: bool = False
     afunc: Callable[..., Awaitable[Any]] | None = None
     schema_check: Callable[[dict[str, Any]], list[str]] | None = None
+    #: ``arguments``' fields validator (:func:`~llamabot.tools.schema.fields_validator`), made with the tool
+    fields: Any = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.fields is None and self.schema_check is None:
+            object.__setattr__(self, "fields", fields_validator(self.arguments))
 
     @classmethod
     def from_schema(cls, name: str, description: str, parameters: dict[str, Any], **options: Any) -> Tool:
@@ -84,6 +96,8 @@ class Tool:
         raw = arguments
         if type(arguments) is str and arguments[:1] == "{" and self.schema_check is None:
             try:  # fast path: pydantic-core parses and validates the JSON object in one step
+                if self.fields is not None:  # the fields alone: no model object made
+                    return self.fields.validate_json(arguments)[0]
                 return dict(self.arguments.__pydantic_validator__.validate_json(arguments).__dict__)
             except ValidationError:
                 pass  # redo below, for an error message that says exactly what is wrong

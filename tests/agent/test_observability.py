@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
+import sys
 import threading
 
 import pytest
@@ -45,6 +47,54 @@ def test_agt_obs_010_a_run_has_a_trace_of_decisions_model_calls_and_tool_calls()
     assert multiply_span.attributes["arguments"] == {"a": 6.0, "b": 7.0} and multiply_span.attributes["result"] == 42.0
     assert divide_span.error == "ZeroDivisionError: cannot divide by zero"
     assert all(s.end is not None and s.end >= s.start for s in trace.spans)
+
+
+def test_agt_obs_012_span_ids_are_their_places_in_the_trace_when_threads_open_spans_at_once():
+    """Spans are appended without a lock: each takes its index after its own append, also when other threads
+    append in between."""
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch as often as they can: appends interleave
+    with capture() as trace:
+        root = open_span("root", "node")
+        start = threading.Barrier(8)
+
+        def open_many() -> None:
+            with under(root[0]):
+                start.wait()
+                for _ in range(2000):
+                    close_span(open_span("step", "node"))
+
+        # each thread in a copy of this context (the run's), as a run's worker threads are
+        threads = [threading.Thread(target=contextvars.copy_context().run, args=(open_many,)) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        try:
+            for thread in threads:
+                thread.join()
+        finally:
+            sys.setswitchinterval(switching)
+        close_span(root)
+    assert len(trace.spans) == 1 + 8 * 2000
+    assert [s.span_id for s in trace.spans] == list(range(len(trace.spans)))
+    assert all(s.parent_id == 0 for s in trace.spans[1:])
+    # the path taken when another thread appended right after: found by identity, not equality
+    first, twin = trace.spans[1], trace.spans[2]
+    assert _index_of([first, twin, trace.spans[3]], twin) == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX-only; the re-seeding it tests is too")
+def test_agt_obs_012_trace_ids_are_random_and_a_forked_child_never_repeats_its_parents():
+    ids = {new_trace_id() for _ in range(1000)}
+    assert len(ids) == 1000 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the id it draws next
+        os.write(write, new_trace_id().encode())
+        os._exit(0)
+    os.close(write)
+    child = os.read(read, 64).decode()
+    os.waitpid(pid, 0)
+    assert len(child) == 32 and child != new_trace_id()  # without the re-seed both would draw the same next id
 
 
 def test_agt_obs_010_traces_export_to_json_and_load_back():

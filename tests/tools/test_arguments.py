@@ -97,6 +97,40 @@ def test_tool_args_010_invoke_calls_function_with_converted_arguments():
     assert result == "7 red (3,0) 0.5 ['a']"
 
 
+@pytest.mark.parametrize("raw", [
+    '{"count": 3, "color": "red", "point": {"x": 1}}',
+    '{"count": "7", "color": "green", "point": {"x": 1, "y": 2}, "ratio": 2, "tags": ["a", "b"]}',
+    '{"count": 1, "color": "red", "point": {"x": "4"}, "tags": null}',
+])
+def test_tool_args_015_the_fields_validator_gives_what_the_model_gives(raw):
+    """Valid JSON arguments are validated by the model's fields alone (no model object made): the same keyword
+    arguments, types, enum members, nested models and defaults as the model's own validation."""
+    the_tool = describe.tool
+    assert the_tool.fields is not None
+    fast = the_tool.validate(raw)
+    assert fast == dict(the_tool.arguments.model_validate_json(raw).__dict__)
+    assert isinstance(fast["color"], Color) and isinstance(fast["point"], Point)
+    assert [type(v) for v in fast.values()] == [type(v) for v in the_tool.validate(json.loads(raw)).values()]
+
+
+def test_tool_args_015_a_model_the_fields_validator_cannot_stand_for_keeps_its_own_validation():
+    from pydantic import model_validator
+
+    from llamabot.tools.schema import fields_validator
+
+    class Checked(BaseModel):
+        a: int
+
+        @model_validator(mode="after")
+        def positive(self):
+            if self.a < 0:
+                raise ValueError("a must be positive")
+            return self
+
+    assert fields_validator(Checked) is None  # its model validator would be skipped
+    assert fields_validator(add.tool.arguments) is not None
+
+
 # --- TOOL-ARGS-020 ---------------------------------------------------------------------------------
 
 
