@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
+from loguru import logger
+
 from llamabot.bot.toolbot import ToolBot, ToolBotReply
 from llamabot.errors import LlamabotError, excerpt
 from llamabot.graph.agent_state import PendingCall, answer_open_calls, conversation_window
@@ -20,7 +22,7 @@ from llamabot.graph.flow import DualNode
 from llamabot.graph.parallel_calls import ParallelCalls, take_early
 from llamabot.models.messages import Message, tool_result, user
 from llamabot.models.seam import model_family
-from llamabot.observe.tracing import current_run, current_span, log_debug
+from llamabot.observe.tracing import active_run, current_run, current_span
 from llamabot.tools.call import ToolOutcome, ainvoke_validated, invoke_validated
 from llamabot.tools.tool import DECIDE, Tool
 
@@ -128,14 +130,15 @@ class DecideNode(DualNode):
             decision = decide(outcome, self.toolbot.tools, self.family)
             shared["memory"].extend(decision.messages)
             names = list(map(_NAME, decision.calls))
-            decision_span = current_span()
-            if decision_span is not None:
-                attributes = decision_span.attributes
+            active = active_run()  # (the run, this decision's span)
+            if active is not None and active[1] is not None:
+                attributes = active[1].attributes
                 attributes["calls"] = names
                 attributes["iteration"] = shared["iteration_count"]
                 if decision.errors:
                     attributes["errors"] = decision.errors
-            log_debug("decision {}: calls {} errors {}", shared["iteration_count"], names, decision.errors)
+            if active is None or active[0].log:
+                logger.debug("decision {}: calls {} errors {}", shared["iteration_count"], names, decision.errors)
             if type(inp) is Forced:  # only a terminal tool may run now (respond_to_user was asked for; any terminal ends)
                 tools = self.toolbot.tools
                 refused = [c for c in decision.calls if c.name not in tools or not tools[c.name].is_terminal]
@@ -159,7 +162,10 @@ class DecideNode(DualNode):
                         f"with arguments {excerpt(raw)}: {'; '.join(decision.errors)}"
                     )
                 return "decide"
-            pending.extend(decision.calls)
+            if pending or len(decision.calls) > 1:
+                pending.extend(decision.calls)
+            else:  # the usual reply, one call: it runs now, nothing is queued
+                pending.append(decision.calls[0])
         call: PendingCall = pending.pop(0)
         shared["func_call"] = call
         return call.name
@@ -199,7 +205,8 @@ class FuncNode(DualNode):
         context = early = None
         queued = ()
         if self.tool.hidden or self.parallel is not None:
-            run = current_run()
+            active = active_run()
+            run = active[0] if active is not None else None
             if self.tool.hidden:
                 values = run.values if run is not None else {}
                 context = {"globals_dict": values.get("globals_dict", {}), "memory": shared["memory"],
@@ -232,10 +239,13 @@ class FuncNode(DualNode):
 
     def post(self, shared: dict[str, Any], prep_res: ToolStep, outcome: ToolOutcome) -> str | None:
         call = prep_res[0]
-        opened = current_span() if prep_res[2] is None else None  # an early call wrote its own span
+        active = active_run()  # (the run, this step's span)
+        log = active is None or active[0].log
+        opened = active[1] if active is not None and prep_res[2] is None else None  # an early call wrote its own span
         memory = shared["memory"]
         if outcome.error is not None:
-            log_debug("tool {} failed: {}", call.name, outcome.error)
+            if log:
+                logger.debug("tool {} failed: {}", call.name, outcome.error)
             if opened is not None:
                 opened.error = outcome.error
             if not call.synthetic:
@@ -248,7 +258,8 @@ class FuncNode(DualNode):
                 answer_open_calls(memory, shared["_run_start"], f"Not run: the run failed after {call.name}.")
                 raise ToolExecutionError(call.name, call.arguments, outcome.error)
             return self.loopback  # terminal tools have a DECIDE edge for this case
-        log_debug("tool {} returned {!r}", call.name, outcome.value)
+        if log:
+            logger.debug("tool {} returned {!r}", call.name, outcome.value)
         if opened is not None:
             opened.attributes["result"] = outcome.value
         if not call.synthetic:

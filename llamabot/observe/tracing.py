@@ -13,7 +13,7 @@ import json
 import os
 import random
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -203,6 +203,11 @@ class RunContext:
 
 
 _CURRENT: ContextVar[tuple[RunContext, Span | None] | None] = ContextVar("llamabot_run", default=None)
+
+
+#: ``active_run()``: ``(run context, active span)`` of the innermost active run, or ``None`` outside any run. The
+#: context variable's own ``get`` (no Python call): for the hot paths that need the run and its span together.
+active_run: Callable[[], tuple[RunContext, Span | None] | None] = _CURRENT.get
 
 
 def current_run() -> RunContext | None:
