@@ -33,49 +33,47 @@ from llamabot.observe.usage import UsageLimits
 from llamabot.tools.closing import Closing
 
 
-class _RunScope:
-    """One run of a graph bot, around the walk of its flow: opens the ``run`` span (a :class:`run` scope), makes
+class _RunScope(run):
+    """One run of a graph bot, around the walk of its flow: the ``run`` scope (the ``run`` span) that also makes
     the run's state (or takes a restored one), and at the end records the result on the span and in ``outcome``
     as ``[result, trace]``, or lets the bot tidy a failed run's state (``failed``) before the error goes on. A
-    class rather than a generator-based context manager: it is on the path of every run."""
+    class rather than a generator-based context manager, and the run scope itself rather than a wrapper around
+    one: it is on the path of every run."""
 
-    __slots__ = ("bot", "scope", "state", "outcome", "query", "options", "restored")
+    __slots__ = ("bot", "state", "outcome", "query", "options", "restored")
 
     def __init__(self, bot: GraphBot, query: Any, options: dict[str, Any], hooks: Iterable[RunHooks],
                  trace: Trace | None, outcome: list[Any], restored: dict[str, Any] | None):
-        attributes = bot.run_attributes(query) if restored is None else {"resumed": True}
         limits = options.pop("usage_limits", None) or bot.usage_limits
-        all_hooks = (*bot.hooks, *hooks) if hooks else bot.hooks
-        self.scope = run(type(bot).__name__, hooks=all_hooks, values=bot.run_values(options), trace=trace,
-                         limits=limits, **attributes)
+        run.__init__(self, type(bot).__name__, hooks=(*bot.hooks, *hooks) if hooks else bot.hooks,
+                     values=bot.run_values(options), trace=trace, limits=limits)
+        self.attributes = bot.run_attributes(query) if restored is None else {"resumed": True}
         self.bot, self.outcome, self.query, self.options, self.restored = bot, outcome, query, options, restored
 
-    def __enter__(self) -> dict[str, Any]:
-        scope = self.scope
-        trace = scope.__enter__()
+    def __enter__(self) -> dict[str, Any]:  # type: ignore[override]
+        trace = run.__enter__(self)
         try:
             self.bot.last_trace = trace
             restored = self.restored
             self.state = self.bot.new_state(self.query, trace, self.options) if restored is None else restored
         except BaseException as exc:
-            scope.__exit__(type(exc), exc, exc.__traceback__)
+            run.__exit__(self, type(exc), exc, exc.__traceback__)
             raise
         return self.state
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        scope = self.scope
         try:
             if exc is not None:
                 self.bot.failed(self.state, exc)
             else:
-                trace = scope.context.trace
+                trace = self.context.trace
                 value = self.bot.result(self.state, trace)
-                scope.span.attributes["result"] = value
+                self.span.attributes["result"] = value
                 self.outcome += (value, trace)
         except BaseException as raised:  # the run ends with what failed here (tidying, or making the result)
-            scope.__exit__(type(raised), raised, raised.__traceback__)
+            run.__exit__(self, type(raised), raised, raised.__traceback__)
             raise
-        scope.__exit__(exc_type, exc, tb)
+        run.__exit__(self, exc_type, exc, tb)
 
 
 class GraphBot(Closing):

@@ -189,17 +189,23 @@ def _jsonable(value: Any) -> Any:
 
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class RunContext:
     """The live side of a run, beside its serialisable state: the trace it records into, its hooks, and live
     values (``values``: e.g. the caller's ``globals_dict``) that must never be saved with the state."""
 
     trace: Trace
-    hooks: tuple[RunHooks, ...] = ()
-    values: dict[str, Any] = field(default_factory=dict)
-    log: bool = True  # the library's debug log is on for this run (decided once, at its start)
-    tokens: bool = False  # some hook listens to token deltas
-    limits: UsageLimits | None = None  # checked by the model seam before each request (shared with nested runs)
+    hooks: tuple[RunHooks, ...]
+    values: dict[str, Any]
+    log: bool  # the library's debug log is on for this run (decided once, at its start)
+    tokens: bool  # some hook listens to token deltas
+    limits: UsageLimits | None  # checked by the model seam before each request (shared with nested runs)
+
+    # written out rather than generated (one is made for every run): the generated one checks its default factory
+    def __init__(self, trace: Trace, hooks: tuple[RunHooks, ...] = (), values: dict[str, Any] | None = None,
+                 log: bool = True, tokens: bool = False, limits: UsageLimits | None = None):
+        self.trace, self.hooks, self.values = trace, hooks, {} if values is None else values
+        self.log, self.tokens, self.limits = log, tokens, limits
 
 
 _CURRENT: ContextVar[tuple[RunContext, Span | None] | None] = ContextVar("llamabot_run", default=None)
@@ -434,8 +440,8 @@ class run:  # noqa: N801 - used like a function: `with run("AgentBot") as trace:
             everywhere = _PROCESS_HOOKS
             hooks = (*everywhere, *self.hooks) if everywhere else tuple(self.hooks)
             parent, trace = None, self.trace or Trace()
-        self.context = RunContext(trace, hooks, self.values if self.values is not None else {},
-                                  _log_start(self.name, trace.trace_id), _listens_to_tokens(hooks), limits)
+        self.context = RunContext(trace, hooks, self.values, _log_start(self.name, trace.trace_id),
+                                  _listens_to_tokens(hooks), limits)
         # what the trace had spent before this run (nested runs and a given trace share it); nothing for a new one
         self.spent = trace.usage.copy() if trace.usage.requests else None
         self.span = trace.open(self.name, "run", parent, "run", **self.attributes)
