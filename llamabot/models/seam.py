@@ -128,7 +128,7 @@ def _streaming(on_token: TokenCallback | None, opened: OpenSpan | None) -> Token
 def _begin(model: ChatModel, request: ModelRequest) -> OpenSpan | None:
     """Open the ``model_call`` span; refuse the request (the span records why) when the run's usage limits
     would be exceeded by it."""
-    opened = start_span("model_call", "model_call", "model_call", None, {"model": model.name, "request": request})
+    opened = start_span("model_call", "model_call", "model_call", None, {"model": model.name, "request": request}, True)
     if opened is not None:
         context = opened[2]
         if context.limits is not None:

@@ -246,9 +246,13 @@ def open_span(name: str, kind: str, category: str = "node", state: Any = None, *
     return start_span(name, kind, category, state, attributes)
 
 
-def start_span(name: str, kind: str, category: str, state: Any, attributes: dict[str, Any]) -> OpenSpan | None:
+def start_span(name: str, kind: str, category: str, state: Any, attributes: dict[str, Any],
+               passive: bool = False) -> OpenSpan | None:
     """:func:`open_span` with the attributes given as a dict, which becomes the span's own (no copy): for
-    callers that already hold one (a node's ``span_attributes``)."""
+    callers that already hold one (a node's ``span_attributes``). ``passive``: the span is made the active span only
+    when the run's hooks listen to token deltas (which name the active span); otherwise spans opened while it is
+    open are its siblings (a model call: nothing nests in one, and making a span active costs a quarter of
+    opening it)."""
     active = _CURRENT.get()
     if active is None:
         return None
@@ -267,7 +271,7 @@ def start_span(name: str, kind: str, category: str, state: Any, attributes: dict
     spans.append(current)
     index = len(spans) - 1
     current.span_id = index if spans[index] is current else _index_of(spans, current)
-    token = _CURRENT.set((context, current))
+    token = _CURRENT.set((context, current)) if not passive or context.tokens else None
     if context.hooks:
         for hook in context.hooks:
             hook.on_start(current, state)
@@ -283,7 +287,8 @@ def close_span(opened: OpenSpan | None, state: Any = None, error: BaseException 
     current.end = time.perf_counter()
     if error is not None:
         current.error = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-    _CURRENT.reset(token)
+    if token is not None:
+        _CURRENT.reset(token)
     if context.hooks:
         for hook in context.hooks:
             hook.on_end(current, state)

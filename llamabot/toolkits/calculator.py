@@ -24,7 +24,9 @@ def as_number(value: object) -> int | float:
 
     Anything else, booleans included, fails with pydantic's own wording (reported under the argument's name).
     """
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if type(value) is int or type(value) is float:  # the usual case, without isinstance's union
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
     if isinstance(value, str):
         for parse in (int, float):

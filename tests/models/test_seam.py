@@ -73,6 +73,35 @@ def test_mdl_seam_040_failed_model_calls_record_the_error():
     assert trace.of_kind("model_call")[0].error == "ConnectionError: down"
 
 
+def test_mdl_seam_045_a_model_call_is_the_active_span_only_for_hooks_that_listen_to_tokens():
+    """Nothing nests in a model call, so its span is made the active one only when token deltas (which name the
+    active span) go to the run's hooks; spans a model opens anyway are then siblings of the call."""
+    from llamabot.observe.hooks import RunHooks
+    from llamabot.observe.tracing import close_span, current_span, open_span
+
+    class Peeking(ScriptedModel):
+        def complete(self, request, on_token=None):
+            seen.append(current_span().name)
+            close_span(open_span("inside", "node"))
+            return super().complete(request, on_token)
+
+    class Tokens(RunHooks):
+        def on_token(self, span, delta):
+            pass
+
+    request = ModelRequest("peeking", [{"role": "user", "content": "hi"}])
+    for hooks, active in (((), "outer"), ((Tokens(),), "model_call")):
+        seen: list[str] = []
+        with capture(hooks=hooks) as trace:
+            outer = open_span("outer", "node")
+            call_model(Peeking(["hello"], name="peeking"), request)
+            close_span(outer)
+        by_name = {s.name: s for s in trace.spans}
+        assert seen == [active]
+        assert by_name["inside"].parent_id == by_name[active].span_id
+        assert by_name["model_call"].parent_id == by_name["outer"].span_id and by_name["model_call"].end is not None
+
+
 def test_mdl_seam_050_user_custom_providers_work_and_are_never_overwritten():
     """Runs in a fresh interpreter: LiteLLM is imported for real, with a provider the user registered."""
     script = textwrap.dedent(
