@@ -123,17 +123,11 @@ class GraphBot(Closing):
 
     # -- running ----------------------------------------------------------------------------------------
 
-    def _run(self, query: Any, options: dict[str, Any], hooks: Iterable[RunHooks], trace: Trace | None,
-             outcome: list[Any], restored: dict[str, Any] | None = None) -> _RunScope:
-        """The scope of one run: ``with self._run(...) as state:`` walk the flow; ``outcome`` then holds
-        ``[result, trace]``."""
-        return _RunScope(self, query, options, hooks, trace, outcome, restored)
-
     def run_sync(self, query: Any, *, hooks: Iterable[RunHooks] = (), trace: Trace | None = None,
                  **options: Any) -> tuple[Any, Trace]:
         """Run synchronously; returns ``(result, trace)`` (this run's own trace)."""
         outcome: list[Any] = []
-        with self._run(query, options, hooks, trace, outcome) as state:
+        with _RunScope(self, query, options, hooks, trace, outcome, None) as state:
             self.flows(options)[0].run(state)
         return outcome[0], outcome[1]
 
@@ -141,7 +135,7 @@ class GraphBot(Closing):
                               **options: Any) -> tuple[Any, Trace]:
         """Like :meth:`arun`, also returning this run's own trace (``last_trace`` is shared by concurrent runs)."""
         outcome: list[Any] = []
-        with self._run(query, options, hooks, trace, outcome) as state:
+        with _RunScope(self, query, options, hooks, trace, outcome, None) as state:
             await self.flows(options)[1].run_async(state)
         return outcome[0], outcome[1]
 
@@ -154,7 +148,8 @@ class GraphBot(Closing):
         threads)."""
         # arun_with_trace's body, not a call to it: one coroutine frame fewer alive while the run waits
         outcome: list[Any] = []
-        with self._run(query, options, options.pop("hooks", ()), options.pop("trace", None), outcome) as state:
+        hooks, trace = options.pop("hooks", ()), options.pop("trace", None)
+        with _RunScope(self, query, options, hooks, trace, outcome, None) as state:
             await self.flows(options)[1].run_async(state)
         return outcome[0]
 
@@ -208,7 +203,7 @@ class GraphBot(Closing):
         values again (e.g. ``globals_dict``)."""
         state, following = self._restore(checkpoint)
         outcome: list[Any] = []
-        with self._run(None, options, hooks, None, outcome, restored=state):
+        with _RunScope(self, None, options, hooks, None, outcome, state):
             if following is not None:
                 self.flows(options)[0].run_from(following, state)
         return outcome[0]
@@ -217,7 +212,7 @@ class GraphBot(Closing):
         """Async twin of :meth:`resume`."""
         state, following = self._restore(checkpoint)
         outcome: list[Any] = []
-        with self._run(None, options, hooks, None, outcome, restored=state):
+        with _RunScope(self, None, options, hooks, None, outcome, state):
             if following is not None:
                 await self.flows(options)[1].run_from_async(following, state)
         return outcome[0]

@@ -23,7 +23,7 @@ def assistant(content: str | None, tool_calls: tuple[ToolCallRequest, ...] = ())
     """An assistant turn; with ``tool_calls`` it carries them in the OpenAI shape."""
     message: Message = {"role": "assistant", "content": content}
     if tool_calls:
-        message["tool_calls"] = [call.to_message() for call in tool_calls]
+        message["tool_calls"] = list(map(ToolCallRequest.to_message, tool_calls))
     return message
 
 

@@ -107,6 +107,7 @@ def _index_of(spans: list[Span], span: Span) -> int:
 
 
 _new_span = object.__new__
+_clock = time.perf_counter  # spans' clock
 
 
 @dataclass(slots=True, init=False)
@@ -262,15 +263,18 @@ def start_span(name: str, kind: str, category: str, state: Any, attributes: dict
     # Span's fields set here rather than by its generated __init__ (a Python call with ten arguments): a step
     # opens three spans, and this is a tenth of what making each costs
     current = _new_span(Span)
-    current.parent_id = parent.span_id if parent else None
-    current.name, current.kind, current.category, current.attributes = name, kind, category, attributes
+    current.parent_id = parent.span_id if parent is not None else None
+    current.name = name
+    current.kind = kind
+    current.category = category
+    current.attributes = attributes
     current.end = current.error = None
     current.trace_id = trace.trace_id
-    current.span_id = -1  # until appended (_appended, written out here)
-    current.start = time.perf_counter()
+    current.start = _clock()
+    current.span_id = index = len(spans)  # its index, unless another thread appends first (_appended, written out)
     spans.append(current)
-    index = len(spans) - 1
-    current.span_id = index if spans[index] is current else _index_of(spans, current)
+    if spans[index] is not current:
+        current.span_id = _index_of(spans, current)
     token = _CURRENT.set((context, current)) if not passive or context.tokens else None
     if context.hooks:
         for hook in context.hooks:
@@ -284,7 +288,7 @@ def close_span(opened: OpenSpan | None, state: Any = None, error: BaseException 
     if opened is None:
         return
     current, token, context = opened
-    current.end = time.perf_counter()
+    current.end = _clock()
     if error is not None:
         current.error = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
     if token is not None:
