@@ -10,7 +10,7 @@ Rules (see docs/design/agentbot/reference-graph-EARS.md):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from llamabot.bot.toolbot import ToolBotReply
 from llamabot.graph.agent_state import PendingCall
@@ -26,21 +26,29 @@ _FAMILY_HINTS = {
 }
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Decision:
     """The outcome of one decision: calls to run, messages to append, or a retry after errors."""
 
-    calls: list[PendingCall] = field(default_factory=list)
-    messages: list[Message] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    failed_raw: tuple[str, str] | None = None  # (tool, raw arguments) of the last invalid call
+    calls: list[PendingCall]
+    messages: list[Message]
+    errors: list[str]
+    failed_raw: tuple[str, str] | None  # (tool, raw arguments) of the last invalid call
+
+    # written out (one is made for every decision): the generated one checks three default factories
+    def __init__(self, calls: list[PendingCall] | None = None, messages: list[Message] | None = None,
+                 errors: list[str] | None = None, failed_raw: tuple[str, str] | None = None):
+        self.calls = [] if calls is None else calls
+        self.messages = [] if messages is None else messages
+        self.errors = [] if errors is None else errors
+        self.failed_raw = failed_raw
 
 
 def decide(reply: ToolBotReply, tool_names: set[str] | dict, model_family: str) -> Decision:
     """Turn a ToolBot reply into a :class:`Decision`."""
     decision = Decision([], [reply.message], [])
     for call in reply.tool_calls:
-        if call.ok:
+        if call.error is None:  # valid (ToolCall.ok, without the property's call)
             decision.calls.append(PendingCall(call.id, call.name, call.arguments or {}, call.raw_arguments))
         else:
             decision.errors.append(call.error or "invalid call")

@@ -19,7 +19,7 @@ from llamabot.errors import LlamabotError, excerpt
 from llamabot.graph.agent_state import PendingCall, answer_open_calls, conversation_window
 from llamabot.graph.decision import RESPOND, decide
 from llamabot.graph.flow import DualNode
-from llamabot.graph.parallel_calls import ParallelCalls, take_early
+from llamabot.graph.parallel_calls import EARLY, ParallelCalls, take_early
 from llamabot.models.messages import Message, tool_result, user
 from llamabot.models.seam import model_family
 from llamabot.observe.tracing import active_run, current_run, current_span
@@ -113,15 +113,19 @@ class DecideNode(DualNode):
         return None if inp is None else {"forced": type(inp) is Forced}
 
     def exec(self, inp: DecideInput) -> ToolBotReply | None:
+        if type(inp) is list:  # the usual decision
+            return self.toolbot.turn(inp)
         if inp is None:
             return None
-        toolbot, messages = self._turn(inp)  # type: ignore[arg-type]
+        toolbot, messages = self._turn(inp)
         return toolbot.turn(messages)
 
     async def exec_async(self, inp: DecideInput) -> ToolBotReply | None:
+        if type(inp) is list:
+            return await self.toolbot.aturn(inp)
         if inp is None:
             return None
-        toolbot, messages = self._turn(inp)  # type: ignore[arg-type]
+        toolbot, messages = self._turn(inp)
         return await toolbot.aturn(messages)
 
     def post(self, shared: dict[str, Any], inp: DecideInput, outcome: ToolBotReply | None) -> str:
@@ -212,7 +216,7 @@ class FuncNode(DualNode):
                 context = {"globals_dict": values.get("globals_dict", {}), "memory": shared["memory"],
                            "trace_id": run.trace.trace_id if run is not None else ""}
             if self.parallel is not None:
-                early = take_early(run, call)
+                early = take_early(run, call) if run is not None and run.values.get(EARLY) else None
                 if early is None and shared["_pending"]:
                     queued = tuple(shared["_pending"])
         return call, context, early, queued
