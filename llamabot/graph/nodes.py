@@ -14,14 +14,15 @@ from typing import Any
 
 from loguru import logger
 
-from llamabot.bot.toolbot import ToolBot, ToolBotReply
+from llamabot.bot.toolbot import ToolBot, ToolBotReply, parse_tool_calls
 from llamabot.errors import LlamabotError, excerpt
 from llamabot.graph.agent_state import PendingCall, answer_open_calls, conversation_window
 from llamabot.graph.decision import RESPOND, decide
 from llamabot.graph.flow import DualNode
 from llamabot.graph.parallel_calls import EARLY, ParallelCalls, take_early
+from llamabot.models.exchange import step_runner
 from llamabot.models.messages import Message, tool_result, user
-from llamabot.models.seam import model_family
+from llamabot.models.seam import acall_model, model_family
 from llamabot.observe.tracing import active_run, current_run, current_span
 from llamabot.tools.call import ToolOutcome, ainvoke_validated, invoke_validated
 from llamabot.tools.tool import DECIDE, Tool
@@ -122,7 +123,10 @@ class DecideNode(DualNode):
 
     async def exec_async(self, inp: DecideInput) -> ToolBotReply | None:
         if type(inp) is list:
-            return await self.toolbot.aturn(inp)
+            toolbot = self.toolbot
+            if step_runner() is None:  # ToolBot.aturn's direct path, here: one coroutine fewer held while the run waits
+                return parse_tool_calls(await acall_model(toolbot.model, toolbot.request(inp)), toolbot.tools)
+            return await toolbot.aturn(inp)
         if inp is None:
             return None
         toolbot, messages = self._turn(inp)
