@@ -14,7 +14,7 @@ from typing import Any
 import pocketflow
 
 from llamabot.errors import LlamabotError
-from llamabot.observe.tracing import close_span, start_span
+from llamabot.observe.tracing import OpenSpan, close_span, start_span
 
 
 class GraphRoutingError(LlamabotError, RuntimeError):
@@ -169,16 +169,18 @@ class DualNode(pocketflow.AsyncNode):
         :class:`AsyncFlow` (override it to await a model or an async tool)."""
         return self.exec(prep_res)
 
-    # The two paths below differ only in how exec is called; each is written out (not built from shared helpers)
-    # because it runs for every step of every graph.
+    def _open(self, shared: Any, prep_res: Any) -> OpenSpan | None:
+        """Open this step's span (``None``: it records none, e.g. a decision that only pops a queued call)."""
+        attributes = self.span_attributes(prep_res)
+        if attributes is None:
+            return None
+        return start_span(self.span_name or node_label(self), self.span_kind, self.span_category, shared, attributes)
+
+    # The two paths below differ only in how exec is called; the rest is written out in both rather than in more
+    # shared helpers, because it runs for every step of every graph.
     def _run(self, shared: dict[str, Any]) -> Any:  # the sync path, as pocketflow.Node._run
         prep_res = self.prep(shared)
-        opened = None
-        if self.span_kind is not None:
-            attributes = self.span_attributes(prep_res)
-            if attributes is not None:  # None: this step records no span (a decision that pops a queued call)
-                opened = start_span(self.span_name or node_label(self), self.span_kind, self.span_category, shared,
-                                    attributes)
+        opened = None if self.span_kind is None else self._open(shared, prep_res)
         try:
             exec_res = self.exec(prep_res) if self.max_retries == 1 else pocketflow.Node._exec(self, prep_res)
             action = self.post(shared, prep_res, exec_res)
@@ -192,12 +194,7 @@ class DualNode(pocketflow.AsyncNode):
 
     async def _run_async(self, shared: dict[str, Any]) -> Any:  # the async path, without pocketflow's extra layers
         prep_res = self.prep(shared)
-        opened = None
-        if self.span_kind is not None:
-            attributes = self.span_attributes(prep_res)
-            if attributes is not None:  # None: this step records no span (a decision that pops a queued call)
-                opened = start_span(self.span_name or node_label(self), self.span_kind, self.span_category, shared,
-                                    attributes)
+        opened = None if self.span_kind is None else self._open(shared, prep_res)
         try:
             exec_res = await (self.exec_async(prep_res) if self.max_retries == 1 else self._exec(prep_res))
             action = self.post(shared, prep_res, exec_res)
