@@ -114,6 +114,9 @@ class OTelHook(RunHooks):
         self.tracer = provider.get_tracer("llamabot", _llamabot_version())
         self.capture_content = capture_from_env() if capture_content is None else bool(capture_content)
         self._key = f"_otel_{id(self):x}"  # where this hook keeps the OTel record of each of our spans
+        # the record of each run going the direct way, by trace id, from its root's start to its end: every span of
+        # such a run shares it, so a starting span finds it here without looking up its parent
+        self._direct_runs: dict[str, _DirectRun] = {}
         self._scope = InstrumentationScope("llamabot", _llamabot_version())
         self._global: tuple[Any, Any] = (None, None)  # (global provider, its tracer) behind a proxy tracer
         # a provider that instrument() made from the environment, for uninstrument() to shut down
@@ -122,10 +125,19 @@ class OTelHook(RunHooks):
     # -- the hook -----------------------------------------------------------------------------------------
 
     def on_start(self, span: Span, state: Any) -> None:
+        if span.parent_id is not None:
+            record: _Live | _DirectRun | None = self._direct_runs.get(span.trace_id)
+            if record is not None:  # a span of a run going the direct way: the run's record is every span's
+                span.attributes[self._key] = record
+                return
         parent = self._parent(span)
         if parent is None:  # a root: a child of the OTel span active here (if any); our clock mapped once
             direct = self._direct_tracer()
-            record = _DirectRun.start(self, span, *direct) if direct is not None else _Live.root(self, span)
+            if direct is not None:
+                record = _DirectRun.start(self, span, *direct)
+                self._direct_runs.setdefault(span.trace_id, record)  # (a trace given to a second root keeps its first)
+            else:
+                record = _Live.root(self, span)
         elif parent.__class__ is _DirectRun:  # the run's record is every span's: ids are drawn when spans end
             record = parent
         else:
@@ -136,6 +148,8 @@ class OTelHook(RunHooks):
         record: _Live | _DirectRun | None = span.attributes.pop(self._key, None)
         if record is not None:  # None: started before this hook was told (nothing to end)
             record.end(self, span)
+            if span.parent_id is None and self._direct_runs.get(span.trace_id) is record:  # its root ended
+                del self._direct_runs[span.trace_id]
 
     def _parent(self, span: Span) -> _Live | _DirectRun | None:
         if span.parent_id is None:
@@ -283,17 +297,18 @@ class OTelHook(RunHooks):
         for key, value in own.items():
             if key[0] == "_":
                 continue
-            if isinstance(value, (bool, int, float)) or (
+            if type(value) in _SCALARS or isinstance(value, (bool, int, float)) or (
                 (content or key in NAME_ATTRIBUTES) and isinstance(value, str)
             ):
-                out[_step_key(key)] = value
+                out[_STEP_KEYS.get(key) or _step_key(key)] = value
             elif key in NAME_ATTRIBUTES and isinstance(value, (list, tuple)):
-                out[_step_key(key)] = tuple(map(str, value))
+                out[_STEP_KEYS.get(key) or _step_key(key)] = tuple(map(str, value))
             elif content and value is not None:
-                out[_step_key(key)] = _json(value)
+                out[_STEP_KEYS.get(key) or _step_key(key)] = _json(value)
 
 
 _STEP_KEYS: dict[str, str] = {}
+_SCALARS = frozenset({bool, int, float})  # always recorded (checked by type first: the usual attributes are these)
 
 
 def _step_key(key: str) -> str:
@@ -430,8 +445,8 @@ class _DirectRun:
         if span.span_id == self.root_id:
             parent = self.app_parent
             attributes = {**self.sampled_attributes, **attributes}
-        else:
-            parent = self._context(span.parent_id)
+        else:  # drawn already when a sibling ended before this span (the usual case), else now
+            parent = contexts.get(span.parent_id) or self._context(span.parent_id)
         hook._finish(span, attributes)
         status = UNSET
         if span.error is not None:
@@ -439,7 +454,7 @@ class _DirectRun:
         offset = self.offset
         finished = ReadableSpan(
             name,
-            self._context(span.span_id),
+            contexts.get(span.span_id) or self._context(span.span_id),  # drawn already when a child ended first
             parent,
             self.resource,
             MappingProxyType(attributes),
@@ -448,8 +463,8 @@ class _DirectRun:
             kind,
             None,
             status,
-            _start_ns(span, offset),
-            _end_ns(span, offset),
+            offset + round(span.start * 1e9),  # _start_ns and _end_ns, written out (every span)
+            offset + round((span.end if span.end is not None else time.perf_counter()) * 1e9),
             hook._scope,
         )
         for processor in self.processors:

@@ -86,6 +86,33 @@ def test_obs_otel_120_the_sdk_s_own_set_up_takes_the_direct_way_and_exports_what
         assert span.start_time <= span.end_time and span.start_time > 1_600_000_000 * 10**9
 
 
+def test_obs_otel_125_spans_of_a_direct_run_find_its_record_by_trace_id_until_its_root_ends():
+    """Each span of a run on the direct way finds the run's record in the hook's map (by trace id) while the run
+    lasts, including the spans of a bot called inside a tool (same trace); the root's end removes the entry."""
+    from llamabot.tools import tool
+
+    direct = Exported()
+    hook = OTelHook(direct.provider)
+    seen: list[int] = []
+
+    @tool
+    def nested(question: str) -> str:
+        """Ask an inner agent."""
+        seen.append(len(hook._direct_runs))
+        inner = AgentBot(tools=[multiply], model_name=ScriptedModel([tool_call("respond_to_user", response="in")]))
+        return inner(question)
+
+    bot = AgentBot(tools=[nested], hooks=[hook], model_name=ScriptedModel([
+        tool_call("nested", question="q"), tool_call("respond_to_user", response="out")]))
+    assert bot("go") == "out"
+    assert seen == [1] and hook._direct_runs == {}  # one run's entry while it ran, none after
+    spans = direct.spans
+    assert len({s.context.trace_id for s in spans}) == 1 and len(spans) == 7 + 4  # outer run, inner run
+    by_id = {s.context.span_id: s for s in spans}
+    inner_run = next(s for s in spans if s.name == "invoke_agent AgentBot" and s.parent is not None)
+    assert by_id[inner_run.parent.span_id].name == "execute_tool nested"  # the inner run nests in the tool call
+
+
 def test_obs_otel_120_a_batch_processor_takes_the_direct_way_too():
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
