@@ -9,6 +9,7 @@ the flow quietly (that is how a terminal node stops); a named action without an 
 from __future__ import annotations
 
 import copy
+from collections.abc import Awaitable
 from typing import Any
 
 import pocketflow
@@ -109,13 +110,14 @@ class AsyncFlow(pocketflow.AsyncFlow):
     def get_next_node(self, curr: Any, action: str | None) -> Any:
         return next_node(curr, action)
 
-    async def run_async(self, shared: dict[str, Any]) -> Any:
-        """Walk the graph: pocketflow's ``run_async``, without its awaits of the flow's own ``prep_async`` and
-        ``post_async`` when a subclass defines neither (every coroutine frame a run keeps alive while it waits
-        on a model is more work for the garbage collector when a thousand runs wait at once)."""
+    def run_async(self, shared: dict[str, Any]) -> Awaitable[Any]:  # type: ignore[override]
+        """Walk the graph (``await flow.run_async(shared)``): pocketflow's ``run_async``, without its awaits of the
+        flow's own ``prep_async`` and ``post_async`` when a subclass defines neither. A plain method that returns
+        the walk's coroutine, not a coroutine of its own: every coroutine frame a run keeps alive while it waits on
+        a model is more work for the garbage collector when a thousand runs wait at once."""
         if self.successors or not self._plain:
-            return await super().run_async(shared)
-        return await self._orch_async(shared)
+            return super().run_async(shared)
+        return self._orch_async(shared)
 
     async def run_from_async(self, node: Any, shared: dict[str, Any]) -> Any:
         """Walk the graph from ``node`` (e.g. the node after a checkpoint) instead of the start node."""
