@@ -8,26 +8,30 @@ Each decision is a ``decision`` span and each tool call a ``tool_call`` span of 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
 from loguru import logger
 
-from llamabot.bot.toolbot import ToolBot, ToolBotReply, parse_tool_calls
+from llamabot.bot.toolbot import ToolBot, ToolBotReply
 from llamabot.errors import LlamabotError, excerpt
 from llamabot.graph.agent_state import PendingCall, answer_open_calls, conversation_window
 from llamabot.graph.decision import RESPOND, decide
 from llamabot.graph.flow import DualNode
-from llamabot.graph.parallel_calls import EARLY, ParallelCalls, take_early
-from llamabot.models.exchange import step_runner
+from llamabot.graph.parallel_calls import ParallelCalls, take_early
 from llamabot.models.messages import Message, tool_result, user
-from llamabot.models.seam import acall_model, model_family
+from llamabot.models.seam import model_family
 from llamabot.observe.tracing import active_run, current_run, current_span
 from llamabot.tools.call import ToolOutcome, ainvoke_validated, invoke_validated
 from llamabot.tools.tool import DECIDE, Tool
 
 _NAME = attrgetter("name")
+
+
+async def _nothing() -> None:
+    """What a decision that only pops a queued call awaits."""
 
 FORCE_MESSAGE = (
     "You have used all allowed steps. Answer the user now with respond_to_user, using what you know so far."
@@ -121,16 +125,15 @@ class DecideNode(DualNode):
         toolbot, messages = self._turn(inp)
         return toolbot.turn(messages)
 
-    async def exec_async(self, inp: DecideInput) -> ToolBotReply | None:
+    def exec_async(self, inp: DecideInput) -> Awaitable[ToolBotReply | None]:  # type: ignore[override]
+        """The turn to await (``toolbot.aturn``'s coroutine itself: this is not a coroutine of its own, so a run
+        waiting on its model holds one coroutine fewer)."""
         if type(inp) is list:
-            toolbot = self.toolbot
-            if step_runner() is None:  # ToolBot.aturn's direct path, here: one coroutine fewer held while the run waits
-                return parse_tool_calls(await acall_model(toolbot.model, toolbot.request(inp)), toolbot.tools)
-            return await toolbot.aturn(inp)
+            return self.toolbot.aturn(inp)
         if inp is None:
-            return None
+            return _nothing()
         toolbot, messages = self._turn(inp)
-        return await toolbot.aturn(messages)
+        return toolbot.aturn(messages)
 
     def post(self, shared: dict[str, Any], inp: DecideInput, outcome: ToolBotReply | None) -> str:
         pending = shared["_pending"]
@@ -220,7 +223,7 @@ class FuncNode(DualNode):
                 context = {"globals_dict": values.get("globals_dict", {}), "memory": shared["memory"],
                            "trace_id": run.trace.trace_id if run is not None else ""}
             if self.parallel is not None:
-                early = take_early(run, call) if run is not None and run.values.get(EARLY) else None
+                early = take_early(run, call)
                 if early is None and shared["_pending"]:
                     queued = tuple(shared["_pending"])
         return call, context, early, queued
