@@ -157,10 +157,8 @@ def call_model(model: ChatModel, request: ModelRequest, on_token: TokenCallback 
     References only: the request and reply are summarised when the trace is exported, not on the hot path.
     """
     opened = _begin(model, request)
-    # the callback to stream into; none at all (no call to _streaming) when no one listens
-    stream = None if on_token is None and (opened is None or not opened[2].tokens) else _streaming(on_token, opened)
     try:
-        reply = model.complete(request, stream)
+        reply = model.complete(request, _streaming(on_token, opened))
     except BaseException as exc:
         _end(opened, None, exc)
         raise
@@ -171,10 +169,8 @@ def call_model(model: ChatModel, request: ModelRequest, on_token: TokenCallback 
 async def acall_model(model: ChatModel, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:
     """Async twin of :func:`call_model`."""
     opened = _begin(model, request)
-    # the callback to stream into; none at all (no call to _streaming) when no one listens
-    stream = None if on_token is None and (opened is None or not opened[2].tokens) else _streaming(on_token, opened)
     try:
-        reply = await model.acomplete(request, stream)
+        reply = await model.acomplete(request, _streaming(on_token, opened))
     except BaseException as exc:
         _end(opened, None, exc)
         raise

@@ -297,18 +297,17 @@ class OTelHook(RunHooks):
         for key, value in own.items():
             if key[0] == "_":
                 continue
-            if type(value) in _SCALARS or isinstance(value, (bool, int, float)) or (
+            if isinstance(value, (bool, int, float)) or (
                 (content or key in NAME_ATTRIBUTES) and isinstance(value, str)
             ):
-                out[_STEP_KEYS.get(key) or _step_key(key)] = value
+                out[_step_key(key)] = value
             elif key in NAME_ATTRIBUTES and isinstance(value, (list, tuple)):
-                out[_STEP_KEYS.get(key) or _step_key(key)] = tuple(map(str, value))
+                out[_step_key(key)] = tuple(map(str, value))
             elif content and value is not None:
-                out[_STEP_KEYS.get(key) or _step_key(key)] = _json(value)
+                out[_step_key(key)] = _json(value)
 
 
 _STEP_KEYS: dict[str, str] = {}
-_SCALARS = frozenset({bool, int, float})  # always recorded (checked by type first: the usual attributes are these)
 
 
 def _step_key(key: str) -> str:
@@ -445,8 +444,8 @@ class _DirectRun:
         if span.span_id == self.root_id:
             parent = self.app_parent
             attributes = {**self.sampled_attributes, **attributes}
-        else:  # drawn already when a sibling ended before this span (the usual case), else now
-            parent = contexts.get(span.parent_id) or self._context(span.parent_id)
+        else:
+            parent = self._context(span.parent_id)
         hook._finish(span, attributes)
         status = UNSET
         if span.error is not None:
@@ -454,7 +453,7 @@ class _DirectRun:
         offset = self.offset
         finished = ReadableSpan(
             name,
-            contexts.get(span.span_id) or self._context(span.span_id),  # drawn already when a child ended first
+            self._context(span.span_id),
             parent,
             self.resource,
             MappingProxyType(attributes),
