@@ -84,9 +84,24 @@ def delayed(item: Any, seconds: float) -> Delayed:
 
 
 def _approx_tokens(messages: list[dict[str, Any]]) -> int:
-    """About four characters per token over the message texts (cheap: the scripted model is used in
-    benchmarks, where its own cost must stay negligible)."""
-    return sum(len(m.get("content") or "") for m in messages) // 4 + 4 * len(messages)
+    """About four characters per token over the message texts, plus four per message."""
+    chars = 0
+    for message in messages:
+        content = message.get("content")
+        if content:
+            chars += len(content)
+    return chars // 4 + 4 * len(messages)
+
+
+def _approx_usage(reply: ModelReply, request: ModelRequest) -> Usage:
+    """The usage of a scripted reply that states none: the request's text (and twenty tokens a tool schema) in,
+    the reply's text and calls out, at about four characters a token, and no cost. Cheap, because the scripted
+    model is what benchmarks measure the framework with, so its own cost must stay negligible."""
+    completion = len(reply.content or "")
+    for call in reply.tool_calls:
+        completion += len(call.arguments) + len(call.name)
+    tools = request.tools
+    return Usage(_approx_tokens(request.messages) + (20 * len(tools) if tools else 0), completion // 4 + 1, 0.0)
 
 
 def _stream(reply: ModelReply, on_token: TokenCallback) -> None:
@@ -174,36 +189,40 @@ class ScriptedModel:
                 f"(last user message: {request.last_user_text[:120]!r}); queue more replies or set responder="
             )
         delay = self.latency_s
-        while True:
-            if type(item) is ModelReply:
-                return item, delay
+        while type(item) is not ModelReply:
             if isinstance(item, Delayed):
                 delay, item = item.seconds, item.item
             elif callable(item) and not isinstance(item, (ModelReply, BaseException, type)):
                 item = item(request)
             else:
-                return item, delay
+                break
+        return item, delay
 
     def _reply(self, item: Any, delay: float, request: ModelRequest, on_token: TokenCallback | None) -> ModelReply:
-        if type(item) is ModelReply:
-            reply = item
-        elif isinstance(item, BaseException):
-            raise item
-        elif isinstance(item, type) and issubclass(item, BaseException):
-            raise item(f"{self.name}: scripted error")
-        elif isinstance(item, str):
-            reply = text(item)
-        elif isinstance(item, ModelReply):
-            reply = item
-        else:
-            raise TypeError(f"{self.name}: a scripted item must be a ModelReply, str or exception, got {item!r}")
-        usage = reply.usage
-        if usage.prompt_tokens == 0 and usage.completion_tokens == 0:
-            completion = len(reply.content or "") + sum(len(c.arguments) + len(c.name) for c in reply.tool_calls)
-            usage = Usage(_approx_tokens(request.messages) + 20 * len(request.tools or ()), completion // 4 + 1, 0.0)
+        """The reply to ``request`` for the scripted ``item``: its content and calls, this model's name, the
+        simulated latency and, when the item carries no usage, an estimate (a few lines on every call of every
+        benchmark, so kept cheap)."""
+        if type(item) is not ModelReply:
+            item = self._other(item)
+        usage = item.usage
+        if not (usage.prompt_tokens or usage.completion_tokens):
+            usage = _approx_usage(item, request)
         if on_token is not None:
-            _stream(reply, on_token)
-        return ModelReply(reply.content, reply.tool_calls, usage, self.name, reply.finish_reason, delay)
+            _stream(item, on_token)
+        return ModelReply(item.content, item.tool_calls, usage, self.name, item.finish_reason, delay)
+
+    def _other(self, item: Any) -> ModelReply:
+        """A scripted item that is not a plain :class:`ModelReply`: raise it (an exception or its class), or
+        the reply it stands for (a string, a ``ModelReply`` subclass)."""
+        if isinstance(item, BaseException):
+            raise item
+        if isinstance(item, type) and issubclass(item, BaseException):
+            raise item(f"{self.name}: scripted error")
+        if isinstance(item, str):
+            return text(item)
+        if isinstance(item, ModelReply):
+            return item
+        raise TypeError(f"{self.name}: a scripted item must be a ModelReply, str or exception, got {item!r}")
 
     def complete(self, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:
         item, delay = self._next(request)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 
 import pytest
 
 from llamabot.errors import ScriptedModelExhausted
-from llamabot.models.reply import ModelReply, ModelRequest
+from llamabot.models.reply import ModelReply, ModelRequest, Usage
 from llamabot.models.scripted import (
     ScriptedModel,
     delayed,
@@ -98,6 +99,28 @@ def test_mdl_script_070_responder_answers_from_the_request():
 def test_mdl_script_080_usage_is_counted():
     reply = ScriptedModel(["some answer text"]).complete(request("a question"))
     assert reply.usage.prompt_tokens > 0 and reply.usage.completion_tokens > 0
+
+
+def test_mdl_script_080_usage_is_estimated_unless_the_reply_states_it():
+    messages = [{"role": "system", "content": "s" * 40}, {"role": "user", "content": "q" * 20},
+                {"role": "assistant", "content": None}, {"role": "user", "content": ""}]
+    asked = ModelRequest(model="scripted", messages=messages, tools=[{}, {}])
+    stated = ModelReply(content="x", usage=Usage(7, 3, 0.25))
+    model = ScriptedModel([tool_call("add", a=1, b=2), stated, text("")])
+    estimated = model.complete(asked).usage  # 60 characters / 4 + 4 a message + 20 a tool; "add" + '{"a": 1, "b": 2}'
+    assert estimated == Usage(60 // 4 + 4 * 4 + 20 * 2, (3 + 16) // 4 + 1, 0.0)
+    assert model.complete(asked).usage == Usage(7, 3, 0.25)  # the reply's own usage, as scripted
+    assert model.complete(request()).usage.completion_tokens == 1  # an empty text still costs a token
+
+
+def test_mdl_seam_060_usage_is_a_frozen_value():
+    usage = Usage(5, 2)
+    assert usage == Usage(prompt_tokens=5, completion_tokens=2, cost=None) and hash(usage) == hash(Usage(5, 2))
+    assert Usage() == Usage(0, 0, None) and usage.total_tokens == 7
+    assert dataclasses.replace(usage, cost=0.5) == Usage(5, 2, 0.5)
+    assert usage + Usage(1, 1, 0.5) == Usage(6, 3, 0.5)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        usage.cost = 1.0  # type: ignore[misc]
 
 
 def test_mdl_script_090_streams_text_to_a_callback():
