@@ -331,7 +331,7 @@ class OTelHook(RunHooks):
                 recorded = _json(value)
             else:
                 continue
-            out[_STEP_KEYS.get(key) or _step_key(key)] = recorded
+            out[_step_key(key)] = recorded
 
 
 _STEP_KEYS: dict[str, str] = {}
@@ -471,15 +471,15 @@ class _DirectRun:
         if span.span_id == self.root_id:
             parent = self.app_parent
             attributes = {**self.sampled_attributes, **attributes}
-        else:  # the parent's context, drawn now if no other child has drawn it yet
-            parent = contexts.get(span.parent_id) or self._context(span.parent_id)
+        else:
+            parent = self._context(span.parent_id)
         status = UNSET
         if span.error is not None:
             attributes[ERROR_TYPE], status = hook._failure(span.error)
         offset = self.offset
         finished = ReadableSpan(
             name,
-            contexts.get(span.span_id) or self._context(span.span_id),
+            self._context(span.span_id),
             parent,
             self.resource,
             MappingProxyType(attributes),
