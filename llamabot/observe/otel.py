@@ -193,53 +193,34 @@ class OTelHook(RunHooks):
 
     # -- what a span becomes ------------------------------------------------------------------------------
 
-    def _describe(self, span: Span, finished: bool = False) -> tuple[str, SpanKind, dict[str, Any]]:
-        """The OTel span's name, kind and the attributes known when our span starts, and with ``finished`` (the
-        direct way, which maps a span once it has ended) those known when it ends too."""
+    def _describe(self, span: Span) -> tuple[str, SpanKind, dict[str, Any]]:
+        """The OTel span's name, kind and the attributes known when our span starts."""
         category = span.category
         attributes: dict[str, Any] = {}
         if category == "model_call":
-            name = self._model_call_start(span, attributes)
-            if finished:
-                self._model_call_end(span, attributes)
-            return name, SpanKind.CLIENT, attributes
+            return self._model_call_start(span, attributes), SpanKind.CLIENT, attributes
         if category == "tool_call":
-            name = self._tool_call_start(span, attributes)
-            if finished and self.capture_content:
-                self._tool_call_end(span, attributes)
-            return name, SpanKind.INTERNAL, attributes
+            return self._tool_call_start(span, attributes), SpanKind.INTERNAL, attributes
         if category == "run":
-            name = self._run_start(span, attributes)
-            if finished and self.capture_content:
-                self._run_end(span, attributes)
-            return name, SpanKind.INTERNAL, attributes
+            return self._run_start(span, attributes), SpanKind.INTERNAL, attributes
         attributes[SPAN_KIND] = span.kind
-        if finished:
-            self._step_attributes(span.attributes, attributes)
         return span.name, SpanKind.INTERNAL, attributes
 
     def _finish(self, span: Span, attributes: dict[str, Any]) -> dict[str, Any]:
         """Add the attributes known when our span ends (usage, results, a step's numbers) to ``attributes``."""
         category = span.category
+        own = span.attributes
         if category == "model_call":
             self._model_call_end(span, attributes)
         elif category == "tool_call":
-            if self.capture_content:
-                self._tool_call_end(span, attributes)
+            if self.capture_content and "result" in own:
+                attributes[gen_ai.GEN_AI_TOOL_CALL_RESULT] = _json(own["result"])
         elif category == "run":
-            if self.capture_content:
-                self._run_end(span, attributes)
+            if self.capture_content and "result" in own:
+                attributes[gen_ai.GEN_AI_OUTPUT_MESSAGES] = _json([_text_message("assistant", own["result"])])
         else:
-            self._step_attributes(span.attributes, attributes)
+            self._step_attributes(own, attributes)
         return attributes
-
-    def _tool_call_end(self, span: Span, attributes: dict[str, Any]) -> None:
-        if "result" in span.attributes:  # (contents only)
-            attributes[gen_ai.GEN_AI_TOOL_CALL_RESULT] = _json(span.attributes["result"])
-
-    def _run_end(self, span: Span, attributes: dict[str, Any]) -> None:
-        if "result" in span.attributes:  # (contents only)
-            attributes[gen_ai.GEN_AI_OUTPUT_MESSAGES] = _json([_text_message("assistant", span.attributes["result"])])
 
     def _failure(self, error: str) -> tuple[str, Status]:
         """(``error.type``, the span's status) of a span that failed with ``error``."""
@@ -316,22 +297,14 @@ class OTelHook(RunHooks):
         for key, value in own.items():
             if key[0] == "_":
                 continue
-            kind = type(value)  # exact types first (every step's span has a few), then the same rules by isinstance
-            if kind is int or kind is bool or kind is float:
-                recorded = value
-            elif isinstance(value, str):
-                if not (content or key in NAME_ATTRIBUTES):
-                    continue
-                recorded = value
-            elif isinstance(value, (bool, int, float)):
-                recorded = value
+            if isinstance(value, (bool, int, float)) or (
+                (content or key in NAME_ATTRIBUTES) and isinstance(value, str)
+            ):
+                out[_step_key(key)] = value
             elif key in NAME_ATTRIBUTES and isinstance(value, (list, tuple)):
-                recorded = tuple(map(str, value))
+                out[_step_key(key)] = tuple(map(str, value))
             elif content and value is not None:
-                recorded = _json(value)
-            else:
-                continue
-            out[_step_key(key)] = recorded
+                out[_step_key(key)] = _json(value)
 
 
 _STEP_KEYS: dict[str, str] = {}
@@ -467,12 +440,13 @@ class _DirectRun:
         contexts = self.contexts
         if contexts is None:  # the run was not sampled: nor are its spans
             return
-        name, kind, attributes = hook._describe(span, True)
+        name, kind, attributes = hook._describe(span)
         if span.span_id == self.root_id:
             parent = self.app_parent
             attributes = {**self.sampled_attributes, **attributes}
         else:
             parent = self._context(span.parent_id)
+        hook._finish(span, attributes)
         status = UNSET
         if span.error is not None:
             attributes[ERROR_TYPE], status = hook._failure(span.error)
