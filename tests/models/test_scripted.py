@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import pickle
 import time
 
 import pytest
@@ -119,6 +120,7 @@ def test_mdl_seam_060_usage_is_a_frozen_value():
     assert Usage() == Usage(0, 0, None) and usage.total_tokens == 7
     assert dataclasses.replace(usage, cost=0.5) == Usage(5, 2, 0.5)
     assert usage + Usage(1, 1, 0.5) == Usage(6, 3, 0.5)
+    assert pickle.loads(pickle.dumps(usage)) == usage  # durable steps pickle replies with their usage
     with pytest.raises(dataclasses.FrozenInstanceError):
         usage.cost = 1.0  # type: ignore[misc]
 
