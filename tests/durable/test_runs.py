@@ -74,3 +74,27 @@ def test_dur_step_020_tot_model_calls_are_steps(tmp_path):
     assert result.answer == expected.answer and result.solution_path == expected.solution_path
     steps = [name for _, name in show_run("tot-1", agent.db).steps]
     assert steps and all(name == "model:scripted" for name in steps)
+
+
+def make_anot():
+    from llamabot.reasoning.anot import ANoTBot
+    from tests.reasoning.anot.helpers import three_phase_responder
+
+    return ANoTBot(ScriptedModel(responder=three_phase_responder()), debug=0)
+
+
+def test_dur_step_020_anot_phase_calls_and_phase3_steps_are_steps(tmp_path):
+    """DUR-STEP-020: ANoT's strategy call, its script-writing agent's model and tool calls and each phase-3 step
+    are recorded steps; the durable result (which holds the vocabulary's strategy model, made at run time) is the
+    in-memory one."""
+    from tests.reasoning.anot.helpers import ITEMS
+
+    expected = make_anot()("kids and cozy", ITEMS)
+    agent = Durable(make_anot, db=f"sqlite:///{tmp_path / 'r.sqlite'}")
+    result = agent.run("kids and cozy", items=ITEMS, run_id="anot-1")
+    assert result.ranking == expected.ranking and result.outputs == expected.outputs
+    assert result.strategy == expected.strategy and result.lwt == expected.lwt
+    steps = [name for _, name in show_run("anot-1", agent.db).steps]
+    # phase 1, phase 2's decision and its done() call, then the script's three steps (c1, c2, final)
+    assert steps == ["model:scripted", "model:scripted", "tool:done"] + ["model:scripted"] * 3
+    assert agent.run("kids and cozy", items=ITEMS, run_id="anot-1").ranking == expected.ranking  # replayed

@@ -17,7 +17,9 @@ an enum of the vocabulary in use, so the embedded model's grammar can only write
 
 from __future__ import annotations
 
-from typing import Literal
+import copyreg
+from functools import lru_cache
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, Field, create_model, model_validator
 
@@ -36,6 +38,9 @@ class Condition(BaseModel):
     path: str = Field(max_length=120, description="dotted path of the field in an item, e.g. attributes.GoodForKids")
     expected: str = Field(max_length=80, description="the value that satisfies it, or the keyword to look for")
     type: str = Field(description="the condition type, from the vocabulary")
+
+    def __reduce__(self) -> Any:
+        return _reduce(self, Condition)
 
 
 class Strategy(BaseModel):
@@ -62,10 +67,18 @@ class Strategy(BaseModel):
     def logic_tree(self) -> Logic:
         return parse_logic(self.logic)
 
+    def __reduce__(self) -> Any:
+        return _reduce(self, Strategy)
+
 
 def strategy_model(vocabulary: Vocabulary) -> type[Strategy]:
-    """A :class:`Strategy` model whose condition ``type`` must be one of ``vocabulary``'s names."""
-    names = vocabulary_names(vocabulary)
+    """A :class:`Strategy` model whose condition ``type`` must be one of ``vocabulary``'s names (one class per
+    vocabulary: bots of the same vocabulary share it, and its instances pickle and compare equal across them)."""
+    return _strategy_model(vocabulary_names(vocabulary))
+
+
+@lru_cache(maxsize=64)
+def _strategy_model(names: tuple[str, ...]) -> type[Strategy]:
     condition = create_model(
         "Condition",
         __base__=Condition,
@@ -82,6 +95,30 @@ def condition_model(model: type[Strategy]) -> type[Condition]:
     """The condition class of a strategy model made by :func:`strategy_model` (``Condition`` for ``Strategy``)."""
     annotation = model.model_fields["conditions"].annotation
     return annotation.__args__[0]  # list[Condition subclass]
+
+
+def _names_of(condition: type[Condition]) -> tuple[str, ...]:
+    """The vocabulary names a condition class accepts (its ``type`` field's ``Literal``)."""
+    annotation = condition.model_fields["type"].annotation
+    return get_args(annotation) if get_origin(annotation) is Literal else ()
+
+
+def _reduce(value: Condition | Strategy, base: type) -> Any:
+    """Pickle a vocabulary's model (made at run time, so pickle cannot find it by name: a durable run's result
+    holds one) as its vocabulary names and pydantic's own state; the base classes pickle as usual."""
+    cls = type(value)
+    if cls is base:  # what pickle does for any pydantic model: the class by name, then __setstate__
+        return copyreg.__newobj__, (cls,), value.__getstate__()
+    condition = cls if base is Condition else condition_model(cls)  # type: ignore[arg-type]
+    return _restore, (base is Strategy, _names_of(condition), value.__getstate__())
+
+
+def _restore(is_strategy: bool, names: tuple[str, ...], state: dict[str, Any]) -> Condition | Strategy:
+    model = _strategy_model(names)
+    cls = model if is_strategy else condition_model(model)
+    value = cls.__new__(cls)
+    value.__setstate__(state)
+    return value
 
 
 def _remap(node: Logic, mapping: dict[int, int]) -> Logic:

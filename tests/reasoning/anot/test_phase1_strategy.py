@@ -164,3 +164,28 @@ def test_anot_p1_070_repeated_conditions_are_merged_and_logic_rewritten():
     assert [c.id for c in result.strategy.conditions] == [1, 2]
     assert result.strategy.logic == "AND(1, OR(2))"
     assert [s.id for s in result.steps] == ["c1", "c2", "final"]  # one phase 3 call per distinct condition
+
+
+def test_anot_p1_080_a_vocabulary_strategy_pickles_and_copies_as_itself():
+    """ANOT-P1-080: the vocabulary's strategy model is made at run time, yet its instances (a durable run's result
+    holds one) pickle and deep-copy as instances of the same class, equal to the original; plain ``Strategy`` and
+    ``Condition`` values pickle as before."""
+    import copy
+    import pickle
+
+    from llamabot.reasoning.anot.strategy import Condition, condition_model
+    from llamabot.reasoning.anot.strategy import Strategy as PlainStrategy
+
+    strategy = Strategy.model_validate(STRATEGY)
+    assert strategy_model(YELP_VOCABULARY) is Strategy  # one class per vocabulary
+    for value in (strategy, copy.deepcopy(strategy)):
+        back = pickle.loads(pickle.dumps(value))
+        assert type(back) is Strategy and back == strategy
+        assert type(back.conditions[0]) is condition_model(Strategy)
+    other = strategy_model((ConditionType("ONLY", "a single type"),))
+    only = other.model_validate({**STRATEGY, "conditions": [{**STRATEGY["conditions"][0], "type": "ONLY"}],
+                                 "logic": "AND(1)"})
+    assert pickle.loads(pickle.dumps(only)) == only and type(pickle.loads(pickle.dumps(only))) is other
+    plain = PlainStrategy.model_validate(STRATEGY)
+    assert pickle.loads(pickle.dumps(plain)) == plain
+    assert type(pickle.loads(pickle.dumps(plain.conditions[0]))) is Condition
