@@ -31,11 +31,33 @@ def _print_version(show: bool) -> None:
 
 @app.callback()
 def _options(
+    ctx: typer.Context,
     version: bool = typer.Option(
         False, "--version", callback=_print_version, is_eager=True, help="Print the version."
     ),
+    otel: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--otel", metavar="URL", help="Send every run's trace to this OpenTelemetry collector over OTLP/HTTP "
+        "(e.g. http://localhost:4318). Needs the otel extra: pip install 'llamabot\\[otel]'."
+    ),
 ) -> None:
     """LLM agents as PocketFlow graphs, with an embedded local model that works offline."""
+    if otel:
+        ctx.call_on_close(_export_traces(otel))
+
+
+def _export_traces(endpoint: str):  # noqa: ANN202 (a callable that flushes)
+    """Export the command's runs to ``endpoint``; returns what flushes and stops the export (at the command's end)."""
+    try:
+        from llamabot.observe import otel
+    except ImportError as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    try:
+        otel.export_to(endpoint)
+    except ValueError as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    return otel.uninstrument
 
 
 MODEL_OPTION = typer.Option(

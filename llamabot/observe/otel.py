@@ -512,13 +512,34 @@ def provider_from_env() -> TracerProvider | None:
         os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
     ):
         return None
+    return otlp_provider()
+
+
+def otlp_provider(endpoint: str | None = None) -> SDKTracerProvider:
+    """An SDK provider that sends spans over OTLP/HTTP in batches to ``endpoint``, a collector's base URL
+    (``http://localhost:4318``; ``/v1/traces`` is added unless given), or by default where the ``OTEL_EXPORTER_OTLP_*``
+    variables say. The service name comes from ``$OTEL_SERVICE_NAME`` (the SDK's default otherwise)."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+    if endpoint is not None:
+        endpoint = endpoint.rstrip("/")
+        if not endpoint.startswith(("http://", "https://")):
+            raise ValueError(f"OTLP endpoint {endpoint!r}: give an http(s):// URL, e.g. http://localhost:4318")
+        if not endpoint.endswith("/v1/traces"):
+            endpoint += "/v1/traces"
     provider = SDKTracerProvider(resource=Resource.create())
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
     return provider
+
+
+def export_to(endpoint: str, *, capture_content: bool | None = None) -> OTelHook:
+    """:func:`instrument` with a provider of its own that sends every run to the OTLP/HTTP ``endpoint`` (see
+    :func:`otlp_provider`); :func:`uninstrument` flushes and shuts it down. What ``llamabot --otel URL`` uses."""
+    provider = otlp_provider(endpoint)
+    hook = instrument(provider, capture_content=capture_content)
+    hook.owned_provider = provider
+    return hook
 
 
 def capture_from_env() -> bool:
