@@ -42,6 +42,7 @@ import subprocess
 import sys
 import time
 import warnings
+from types import MappingProxyType
 from typing import Any
 
 import pocketflow
@@ -49,6 +50,8 @@ import pocketflow
 from llamabot import AgentBot, AsyncAgentBot, ScriptedModel
 from llamabot.models.reply import ModelReply, ModelRequest
 from llamabot.models.scripted import tool_call
+from llamabot.observe.hooks import RunHooks
+from llamabot.observe.tracing import set_process_hooks
 from llamabot.toolkits.calculator import CALCULATOR_TOOLS
 
 SCRIPT = [
@@ -258,36 +261,68 @@ def sdk_span_us(provider: Any, spans: int) -> float:
     return elapsed / spans * 1e6
 
 
+class SDKExport:
+    """What llamabot's direct way (see ``llamabot.observe.otel.OTelHook``) hands the SDK for each span, and nothing
+    of the mapping: a ``SpanContext`` (a new span id), the finished ``ReadableSpan`` (three constant attributes) and
+    a ``SimpleSpanProcessor``'s ``on_end`` (context attach and detach, the in-memory export). The SDK's own work per
+    exported span, whoever maps it."""
+
+    def __init__(self) -> None:
+        from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+        from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+        self.exporter = InMemorySpanExporter()
+        processor = SimpleSpanProcessor(self.exporter)
+        provider = TracerProvider()
+        ids, scope, resource = provider.id_generator, InstrumentationScope("bench"), provider.resource
+        trace_id, flags, unset = ids.generate_trace_id(), TraceFlags(TraceFlags.SAMPLED), Status(StatusCode.UNSET)
+        parent = SpanContext(trace_id, ids.generate_span_id(), False, flags, None)
+        attributes = MappingProxyType(
+            {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add", "gen_ai.tool.call.id": "call_1"})
+        new_id, internal = ids.generate_span_id, SpanKind.INTERNAL
+
+        def export_one(name: str) -> None:
+            context = SpanContext(trace_id, new_id(), False, flags, None)
+            processor.on_end(ReadableSpan(name, context, parent, resource, attributes, (), (), internal, None, unset,
+                                          1, 2, scope))
+
+        self.export_one = export_one
+
+    def exported(self) -> int:
+        """How many spans were exported since the last call (and forget them)."""
+        count = len(self.exporter.get_finished_spans())
+        self.exporter.clear()
+        return count
+
+
 def sdk_exports() -> Any:
-    """A function ``export(n)`` that exports ``n`` spans the way llamabot's direct way (see
-    ``llamabot.observe.otel.OTelHook``) hands them to the SDK: for each, a ``SpanContext`` (a new span id), the
-    finished ``ReadableSpan`` (three attributes) and a ``SimpleSpanProcessor``'s ``on_end`` (context attach and
-    detach, the in-memory export). The SDK's own work per exported span, whoever maps it."""
-    from types import MappingProxyType
-
-    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-    from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
-
-    exporter = InMemorySpanExporter()
-    processor = SimpleSpanProcessor(exporter)
-    provider = TracerProvider()
-    ids, scope, resource = provider.id_generator, InstrumentationScope("bench"), provider.resource
-    trace_id, flags, unset = ids.generate_trace_id(), TraceFlags(TraceFlags.SAMPLED), Status(StatusCode.UNSET)
-    parent = SpanContext(trace_id, ids.generate_span_id(), False, flags, None)
-    attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add", "gen_ai.tool.call.id": "call_1"}
+    """A function ``export(n)`` that exports ``n`` spans as :class:`SDKExport` does."""
+    sdk = SDKExport()
 
     def export(spans: int) -> None:
+        export_one = sdk.export_one
         for _ in range(spans):
-            context = SpanContext(trace_id, ids.generate_span_id(), False, flags, None)
-            processor.on_end(ReadableSpan("execute_tool add", context, parent, resource, MappingProxyType(attributes),
-                                          (), (), SpanKind.INTERNAL, None, unset, 1, 2, scope))
-        assert len(exporter.get_finished_spans()) == spans
-        exporter.clear()
+            export_one("execute_tool add")
+        assert sdk.exported() == spans
 
     return export
+
+
+class SDKFloorHook(RunHooks):
+    """A hook that exports each span of a run as it ends with only the SDK's part (:class:`SDKExport`): what any
+    OpenTelemetry export through llamabot's hooks costs in a run, before any mapping of names and attributes."""
+
+    def __init__(self) -> None:
+        self.sdk = SDKExport()
+
+    def on_start(self, span: Any, state: Any) -> None:
+        pass
+
+    def on_end(self, span: Any, state: Any) -> None:
+        self.sdk.export_one(span.name)
 
 
 def sdk_export_floor_us(spans: int) -> float:
@@ -303,12 +338,13 @@ def sdk_export_floor_us(spans: int) -> float:
     return elapsed / spans * 1e6
 
 
-def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float, float, float]:
+def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float, float, float, float]:
     """``otel_step_us`` side by side, the least disturbed (smallest) of ``rounds`` samples each, alternating
     within each round: (export off, exporting with the SDK to memory, exporting to the API's no-op provider,
     one bare SDK span, exporting to memory through a ``BatchSpanProcessor`` — the processor
     ``instrument()`` makes from the environment — flushed inside the measured time so its thread's export
-    counts, the SDK's own floor per exported span: ``sdk_export_floor_us``)."""
+    counts, the SDK's own floor per exported span: ``sdk_export_floor_us``, and the step exporting through
+    :class:`SDKFloorHook`: the SDK's part of each span in a run, with no mapping)."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -322,9 +358,14 @@ def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float, floa
     batch_exporter = InMemorySpanExporter()
     batch_provider = TracerProvider()
     batch_provider.add_span_processor(BatchSpanProcessor(batch_exporter, max_queue_size=1 << 16))
+    floor_hook = SDKFloorHook()
     otel_step_us(max(runs // 5, 5))  # warm-up
-    off, exporting, noop, batched = [], [], [], []
+    off, exporting, noop, batched, floor_run = [], [], [], [], []
     for _ in range(rounds):
+        set_process_hooks((floor_hook,))
+        floor_run.append(otel_step_us(runs))
+        set_process_hooks(())
+        assert floor_hook.sdk.exported() == round(runs * STEPS_PER_RUN * OTEL_SPANS_PER_STEP), "spans lost"
         off.append(otel_step_us(runs))
         otel.instrument(provider)
         exporting.append(otel_step_us(runs))
@@ -343,7 +384,7 @@ def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float, floa
         bare.append(sdk_span_us(provider, runs * 10))
         exporter.clear()
         floor.append(sdk_export_floor_us(runs * 10))
-    return min(off), min(exporting), min(noop), min(bare), min(batched), min(floor)
+    return min(off), min(exporting), min(noop), min(bare), min(batched), min(floor), min(floor_run)
 
 
 #: One sample of ``bench_otel_off`` in a fresh interpreter: the best ``otel_step_us`` of a process where export
@@ -431,8 +472,9 @@ def main() -> None:
     reuse_ratio = bench_reuse(reuse_calls, reuse_window)
     print(f"reused bot: per-step time at call {reuse_calls} / first calls -> ratio {reuse_ratio:.2f}")
 
-    otel_base_us, otel_on_us, otel_noop_us, otel_sdk_span_us, otel_batch_us, otel_floor_us = bench_otel(
-        otel_runs, otel_rounds)
+    otel_base_us, otel_on_us, otel_noop_us, otel_sdk_span_us, otel_batch_us, otel_floor_us, otel_floor_run_us = (
+        bench_otel(otel_runs, otel_rounds))
+    otel_floor_run_ratio = otel_floor_run_us / otel_base_us
     otel_ratio = otel_on_us / otel_base_us
     otel_floor_ratio = (otel_base_us + OTEL_SPANS_PER_STEP * otel_floor_us) / otel_base_us
     otel_batch_ratio = otel_batch_us / otel_base_us
@@ -445,6 +487,8 @@ def main() -> None:
           f"ReadableSpan, SimpleSpanProcessor.on_end, in-memory export) x {OTEL_SPANS_PER_STEP:.2f} spans per step "
           f"-> the best ratio any mapping could reach: {otel_floor_ratio:.2f}; llamabot's mapping adds "
           f"{otel_on_us - otel_base_us - OTEL_SPANS_PER_STEP * otel_floor_us:.1f} µs per step")
+    print(f"OpenTelemetry SDK floor in a run: {otel_floor_run_us:.1f} µs per step exporting each span through a hook "
+          f"that does only the SDK's part (no mapping) -> ratio {otel_floor_run_ratio:.2f}")
     otel_never_us, otel_off_us = bench_otel_off(otel_runs, *otel_off_pairs)
     otel_off_ratio = otel_off_us / otel_never_us
     print(f"OpenTelemetry off, CPU per step (fresh interpreters, alternating): {otel_never_us:.1f} µs never "
@@ -456,6 +500,7 @@ def main() -> None:
         f"litellm_call_ms={plain_ms:.2f} litellm_zero_cost_call_ms={zero_ms:.2f} otel_ratio={otel_ratio:.3f} otel_batch_ratio={otel_batch_ratio:.3f} "
         f"otel_noop_ratio={otel_noop_ratio:.3f} otel_off_ratio={otel_off_ratio:.3f} "
         f"otel_sdk_span_us={otel_sdk_span_us:.1f} otel_floor_us={otel_floor_us:.2f} otel_floor_ratio={otel_floor_ratio:.3f} "
+        f"otel_floor_run_ratio={otel_floor_run_ratio:.3f} "
         f"quick={int(quick)}"
     )
 

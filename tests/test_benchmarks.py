@@ -23,7 +23,7 @@ EXPECTED_KEYS: dict[str, set[str]] = {
     "agent_overhead.py": {
         "step_us", "pocketflow_node_us", "step_vs_pocketflow", "concurrent_ratio", "litellm_ratio", "reuse_ratio",
         "litellm_call_ms", "litellm_zero_cost_call_ms", "otel_ratio", "otel_noop_ratio", "otel_off_ratio",
-        "otel_sdk_span_us", "otel_floor_us", "otel_floor_ratio", "quick",
+        "otel_sdk_span_us", "otel_floor_us", "otel_floor_ratio", "otel_floor_run_ratio", "quick",
     },
     "anot_parallel.py": {
         "parallel_ratio", "token_ratio", "token_ratio_full_context", "anot_prompt_tokens", "cot_prompt_tokens",
