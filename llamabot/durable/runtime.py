@@ -22,9 +22,9 @@ import sqlalchemy as sa
 from dbos import DBOS
 
 from llamabot.durable.config import APP_NAME, is_sqlite, redacted, resolve_db_url
-from llamabot.durable.errors import DatabaseUnreachableError, DurableRuntimeError
+from llamabot.durable.errors import DatabaseUnreachableError, DurableRuntimeError, NotStorableError
 from llamabot.durable.factory import BotCache
-from llamabot.durable.steps import DurableSteps
+from llamabot.durable.steps import DurableSteps, survives_pickle
 from llamabot.models.exchange import using_steps
 
 WORKFLOW_NAME = "llamabot.run"
@@ -54,7 +54,13 @@ async def durable_run(factory: str, query: Any, options: dict[str, Any]) -> Any:
     approval is a step."""
     bot = _RUNTIME.bots.bot_for(factory)
     with using_steps(DurableSteps()):
-        return await bot.arun(query, **options)
+        result = await bot.arun(query, **options)
+    if not survives_pickle(result):  # DBOS would fail storing it with a bare PicklingError, after every step ran
+        raise NotStorableError(
+            f"the run's result ({type(result).__name__}, from {type(bot).__name__}) cannot be stored with the durable "
+            "run; a graph's result must be plain data (str, numbers, lists, dicts, dataclasses, pydantic models)"
+        )
+    return result
 
 
 def launch(db: str | None = None, *, executor_id: str | None = None, worker_concurrency: int | None = None,

@@ -175,9 +175,9 @@ def storable(request: Any, reply: Any) -> Any:
     if type(request) is not ToolAttempt:
         return reply
     value, error = reply
-    if _survives(reply):
+    if survives_pickle(reply):
         return reply
-    if error is not None and _survives(value):
+    if error is not None and survives_pickle(value):
         return value, RuntimeError(f"{type(error).__name__}: {error}")
     return None, NotStorableError(
         f"tool {request.tool.name!r}: its result ({type(value).__name__}) cannot be stored with the durable run; "
@@ -185,7 +185,8 @@ def storable(request: Any, reply: Any) -> Any:
     )
 
 
-def _survives(value: Any) -> bool:
+def survives_pickle(value: Any) -> bool:
+    """Whether ``value`` comes back from a pickle round trip (what DBOS stores, and what a recovered run reads)."""
     try:
         pickle.loads(pickle.dumps(value))
     except Exception:  # noqa: BLE001 - any pickling failure means the same thing here

@@ -21,6 +21,7 @@ from llamabot.durable import (
     show_run,
 )
 from llamabot.durable.config import DB_ENV
+from llamabot.models.scripted import ScriptedModel, text
 from tests.durable.agents import ConversationModel
 
 
@@ -100,6 +101,29 @@ def test_dur_err_050_tool_arguments_that_cannot_be_stored_are_shown_to_the_model
     bot = agent.bot
     assert bot.model.requests[1].messages[-1]["content"].startswith(
         "Error: NotStorableError: the arguments of tool 'tag' cannot be stored as JSON")
+
+
+class LockingAgent(AgentBot):
+    """A graph whose result cannot be pickled (as a custom graph's might be)."""
+
+    async def arun(self, query, **options):  # noqa: ANN001, ANN201
+        import threading
+
+        await super().arun(query, **options)
+        return threading.Lock()
+
+
+def make_locking_agent() -> AgentBot:
+    return LockingAgent(tools=[], model_name=ScriptedModel([text("fine")]))
+
+
+def test_dur_err_055_a_result_that_cannot_be_stored_is_a_typed_error_naming_it(tmp_path):
+    """DUR-ERR-055: the run fails with NotStorableError naming the result's type and the bot, not with DBOS's bare
+    PicklingError; the failure is recorded with the run."""
+    agent = Durable(make_locking_agent, db=f"sqlite:///{tmp_path / 'r.sqlite'}")
+    with pytest.raises(NotStorableError, match=r"the run's result \(lock, from LockingAgent\) cannot be stored"):
+        agent.run("q", run_id="locked")
+    assert show_run("locked", agent.db).status == "ERROR"
 
 
 def test_dur_err_060_query_and_options_must_be_json(tmp_path):
