@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copyreg
 from functools import lru_cache
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model, model_validator
 
@@ -40,7 +40,7 @@ class Condition(BaseModel):
     type: str = Field(description="the condition type, from the vocabulary")
 
     def __reduce__(self) -> Any:
-        return _reduce(self, Condition)
+        return _reduce(self)
 
 
 class Strategy(BaseModel):
@@ -68,7 +68,7 @@ class Strategy(BaseModel):
         return parse_logic(self.logic)
 
     def __reduce__(self) -> Any:
-        return _reduce(self, Strategy)
+        return _reduce(self)
 
 
 def strategy_model(vocabulary: Vocabulary) -> type[Strategy]:
@@ -84,11 +84,13 @@ def _strategy_model(names: tuple[str, ...]) -> type[Strategy]:
         __base__=Condition,
         type=(Literal[names], Field(description="the condition type")),  # type: ignore[valid-type]
     )
-    return create_model(
+    model = create_model(
         "Strategy",
         __base__=Strategy,
         conditions=(list[condition], Field(min_length=1, max_length=MAX_CONDITIONS)),  # type: ignore[valid-type]
     )
+    model.__vocabulary__ = condition.__vocabulary__ = names  # what pickles its instances (see _reduce)
+    return model
 
 
 def condition_model(model: type[Strategy]) -> type[Condition]:
@@ -97,20 +99,15 @@ def condition_model(model: type[Strategy]) -> type[Condition]:
     return annotation.__args__[0]  # list[Condition subclass]
 
 
-def _names_of(condition: type[Condition]) -> tuple[str, ...]:
-    """The vocabulary names a condition class accepts (its ``type`` field's ``Literal``)."""
-    annotation = condition.model_fields["type"].annotation
-    return get_args(annotation) if get_origin(annotation) is Literal else ()
-
-
-def _reduce(value: Condition | Strategy, base: type) -> Any:
-    """Pickle a vocabulary's model (made at run time, so pickle cannot find it by name: a durable run's result
-    holds one) as its vocabulary names and pydantic's own state; the base classes pickle as usual."""
+def _reduce(value: Condition | Strategy) -> Any:
+    """Pickle an instance of a vocabulary's model (made at run time, so pickle cannot find it by name: a durable
+    run's result holds one) as its vocabulary names and pydantic's own state; any other class (the base classes, a
+    user's importable subclass) pickles as usual, by name."""
     cls = type(value)
-    if cls is base:  # what pickle does for any pydantic model: the class by name, then __setstate__
+    names = cls.__dict__.get("__vocabulary__")
+    if names is None:  # what pickle does for any pydantic model: the class by name, then __setstate__
         return copyreg.__newobj__, (cls,), value.__getstate__()
-    condition = cls if base is Condition else condition_model(cls)  # type: ignore[arg-type]
-    return _restore, (base is Strategy, _names_of(condition), value.__getstate__())
+    return _restore, (issubclass(cls, Strategy), names, value.__getstate__())
 
 
 def _restore(is_strategy: bool, names: tuple[str, ...], state: dict[str, Any]) -> Condition | Strategy:

@@ -8,6 +8,7 @@ import pytest
 from llamabot import ScriptedModel
 from llamabot.models.scripted import json_reply
 from llamabot.reasoning.anot import ANoTBot, ConditionType, render_strategy
+from llamabot.reasoning.anot import strategy as strategy_module
 from llamabot.reasoning.anot.draft import draft_lwt, locate_path
 from llamabot.reasoning.anot.lwt import execution_layers
 from llamabot.reasoning.anot.strategy import strategy_model
@@ -189,3 +190,9 @@ def test_anot_p1_080_a_vocabulary_strategy_pickles_and_copies_as_itself():
     plain = PlainStrategy.model_validate(STRATEGY)
     assert pickle.loads(pickle.dumps(plain)) == plain
     assert type(pickle.loads(pickle.dumps(plain.conditions[0]))) is Condition
+    mine = NotedStrategy.model_validate({**STRATEGY, "note": "by name"})  # a user's subclass: pickled by name
+    assert pickle.loads(pickle.dumps(mine)) == mine and type(pickle.loads(pickle.dumps(mine))) is NotedStrategy
+
+
+class NotedStrategy(strategy_module.Strategy):  # the plain Strategy, subclassed as a user might
+    note: str = ""
