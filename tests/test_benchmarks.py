@@ -25,6 +25,10 @@ EXPECTED_KEYS: dict[str, set[str]] = {
         "litellm_call_ms", "litellm_zero_cost_call_ms", "otel_ratio", "otel_noop_ratio", "otel_off_ratio",
         "otel_sdk_span_us", "otel_floor_us", "otel_floor_ratio", "otel_floor_run_ratio", "quick",
     },
+    "concurrent_breakdown.py": {
+        "asyncio_floor_ratio", "ratio_30ms", "ratio_50ms", "ratio_100ms", "ratio_200ms", "excess_50ms", "gc_cpu_ms",
+        "gc_ratio_delta", "n", "quick",
+    },
     "anot_parallel.py": {
         "parallel_ratio", "token_ratio", "token_ratio_full_context", "anot_prompt_tokens", "cot_prompt_tokens",
         "requests", "quick",
