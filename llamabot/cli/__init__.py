@@ -49,12 +49,9 @@ def _export_traces(endpoint: str):  # noqa: ANN202 (a callable that flushes)
     """Export the command's runs to ``endpoint``; returns what flushes and stops the export (at the command's end)."""
     try:
         from llamabot.observe import otel
-    except ImportError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
-    try:
+
         otel.export_to(endpoint)
-    except ValueError as exc:
+    except (ImportError, ValueError) as exc:  # the otel extra missing; not an http(s) URL
         err_console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
     return otel.uninstrument

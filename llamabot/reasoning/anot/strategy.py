@@ -18,7 +18,7 @@ an enum of the vocabulary in use, so the embedded model's grammar can only write
 from __future__ import annotations
 
 import copyreg
-from functools import lru_cache
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model, model_validator
@@ -77,7 +77,7 @@ def strategy_model(vocabulary: Vocabulary) -> type[Strategy]:
     return _strategy_model(vocabulary_names(vocabulary))
 
 
-@lru_cache(maxsize=64)
+@cache  # unbounded: a class evicted and made again would not equal its instances; vocabularies are few
 def _strategy_model(names: tuple[str, ...]) -> type[Strategy]:
     condition = create_model(
         "Condition",
