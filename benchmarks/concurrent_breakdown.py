@@ -83,8 +83,8 @@ def main() -> None:
         for collector in (True, False) if index % 2 == 0 else (False, True):
             (on if collector else off).append(burst(n, 0.05, collector))
     ideal = STEPS_PER_RUN * 0.05
-    gc_cpu = statistics.median(a[1] - b[1] for a, b in zip(on, off))
-    gc_ratio = statistics.median((a[0] - b[0]) / ideal for a, b in zip(on, off))
+    gc_cpu = statistics.median(a[1] - b[1] for a, b in zip(on, off, strict=True))
+    gc_ratio = statistics.median((a[0] - b[0]) / ideal for a, b in zip(on, off, strict=True))
     print(f"the garbage collector in the 50 ms burst: {gc_cpu:.1f} ms of CPU, {gc_ratio:+.3f} of the ratio "
           f"(paired medians of {len(on)}; CPU per burst {statistics.median(a[1] for a in on):.0f} ms with it)")
     fields += [f"gc_cpu_ms={gc_cpu:.1f}", f"gc_ratio_delta={gc_ratio:.3f}"]

@@ -240,13 +240,15 @@ class FuncNode(DualNode):
         call, context, _, _ = prep_res
         return invoke_validated(self.tool, call.arguments, context)
 
-    async def exec_async(self, prep_res: ToolStep) -> ToolOutcome:
+    def exec_async(self, prep_res: ToolStep) -> Awaitable[ToolOutcome]:  # type: ignore[override]
+        """The call to await: the early task, or ``ainvoke_validated``'s coroutine itself (not a coroutine of
+        its own, as ``DecideNode.exec_async``)."""
         call, context, early, queued = prep_res
         if early is not None:
-            return await early
+            return early
         if queued:  # more calls of the same reply wait: start those that may run now (see parallel_calls)
             self.parallel.start(current_run(), current_span(), queued)  # type: ignore[union-attr]
-        return await ainvoke_validated(self.tool, call.arguments, context)
+        return ainvoke_validated(self.tool, call.arguments, context)
 
     def post(self, shared: dict[str, Any], prep_res: ToolStep, outcome: ToolOutcome) -> str | None:
         call = prep_res[0]

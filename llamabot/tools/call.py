@@ -134,13 +134,14 @@ async def aattempt(tool: Tool, kwargs: dict[str, Any], timeout: float | None = N
     """Async twin of :func:`attempt` (what :meth:`ToolAttempt.arun` carries out): coroutine tools awaited on the
     loop, sync tools in a worker thread (``executor``, default the shared pool) unless they neither block nor
     have a timeout."""
+    if timeout is None and _at_once(tool):
+        value, error = _called(tool, kwargs)
+        return await _awaited(value) if type(value) not in _PLAIN and inspect.isawaitable(value) else (value, error)
     try:
         if tool.is_async:
             value = await _within(tool.func(**kwargs), timeout, tool)
         elif tool.afunc is not None:  # a coroutine twin (an MCP tool): awaited here
             value = await _within(tool.afunc(**kwargs), timeout, tool)
-        elif timeout is None and not tool.blocking:
-            value = tool.func(**kwargs)
         else:
             value = await _within(_threaded(tool, kwargs, timeout, executor), timeout, tool)
         if type(value) not in _PLAIN and inspect.isawaitable(value):  # a sync function that returned one
@@ -150,6 +151,32 @@ async def aattempt(tool: Tool, kwargs: dict[str, Any], timeout: float | None = N
     except Exception as exc:  # noqa: BLE001 - the outcome carries it
         return None, exc
     return value, None
+
+
+def _at_once(tool: Tool) -> bool:
+    """Whether ``tool`` is a sync function that returns at once (``blocking=False``): async runs call it on the
+    event loop, without a worker thread."""
+    return not tool.blocking and not tool.is_async and tool.afunc is None
+
+
+def _called(tool: Tool, kwargs: dict[str, Any]) -> Attempted:
+    """Call a sync tool here, once; its exception is returned, not raised (the value may be an awaitable)."""
+    try:
+        return tool.func(**kwargs), None
+    except ToolUnavailableError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the outcome carries it
+        return None, exc
+
+
+async def _awaited(awaitable: Any) -> Attempted:
+    """Await what a sync tool returned (a sync function may return a coroutine); its exception is returned."""
+    try:
+        return await awaitable, None
+    except ToolUnavailableError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the outcome carries it
+        return None, exc
 
 
 def _threaded(tool: Tool, kwargs: dict[str, Any], timeout: float | None, executor: Executor | None) -> Any:
@@ -261,7 +288,12 @@ async def ainvoke_validated(tool: Tool, kwargs: dict[str, Any],
         started, kwargs = _direct_kwargs(tool, kwargs, context, True) if tool.hidden else (time.perf_counter(), kwargs)
         if type(kwargs) is ToolOutcome:
             return kwargs
-        value, error = await aattempt(tool, kwargs)
+        if _at_once(tool):  # what aattempt does for it, without a coroutine of its own (on every step of a run)
+            value, error = _called(tool, kwargs)
+            if type(value) not in _PLAIN and inspect.isawaitable(value):
+                value, error = await _awaited(value)
+        else:
+            value, error = await aattempt(tool, kwargs)
         return _outcome(value, error, 1, started)
     return await arun_exchange(tool_call(tool, kwargs, context, validated=True))
 
