@@ -8,9 +8,11 @@
   within seconds, so two medians measured one after the other can be 40% apart for the same code.
 - ``concurrent_ratio``: 1,000 concurrent ``arun`` on ONE AsyncAgentBot, 3 decisions each, scripted model with
   50 ms latency; wall time over the ideal 150 ms (median of five bursts; ``concurrent_best_ratio``: the best).
-  Nothing runs beside it to pair with, so it moves with the machine's speed: ``concurrent_node_us`` is plain
-  pocketflow's time per node step measured just before each burst (median), to compare with
-  ``pocketflow_node_us`` and other runs' figures: this machine alternates between phases about 1.5x apart.
+  ``pocketflow_concurrent_ratio``: the same burst of the same agent loop written in plain pocketflow
+  (``pocketflow_agent``: no validation, trace, hooks or usage), alternating with ours, and
+  ``concurrent_vs_pocketflow``: our wall time over its, burst by burst (median). A ratio over a fixed ideal moves
+  with the machine's speed (this machine alternates between phases about 1.5x apart); ``concurrent_node_us`` is
+  plain pocketflow's time per node step measured just before each pair of bursts, to say which phase it was.
 - ``litellm_ratio``: the same 1,000 runs with the model reached through a LiteLLM custom provider with the same
   latency, over raw ``litellm.acompletion`` making the same calls (1,000 concurrent chains of 3) in this run.
   Also prints the raw LiteLLM cost per call with and without zero-cost model registration.
@@ -168,6 +170,68 @@ async def bench_concurrent(n: int, latency: float) -> float:
     results = await asyncio.gather(*(bot.arun(f"question {i}") for i in range(n)))
     wall = time.perf_counter() - t0
     assert all(r == "35" for r in results)
+    return wall
+
+
+def pocketflow_agent(latency: float) -> Any:
+    """The agent loop of ``bench_concurrent`` written in plain pocketflow, with nothing of llamabot but the tools'
+    functions: a decision node that waits ``latency`` (as the scripted model does) and answers from ``SCRIPT``,
+    appends the assistant message and routes to the tool named; a tool node per tool that parses the arguments
+    (``json.loads``), calls the function, appends the result and loops back. No argument validation, trace,
+    hooks, usage or error handling: the floor of this benchmark for an agent on the graph engine."""
+    import json
+
+    from llamabot.tools.defaults import respond_to_user
+    from llamabot.tools.tool import as_tool
+
+    functions = {t.name: t.func for t in map(as_tool, [*CALCULATOR_TOOLS, respond_to_user])}
+
+    class Decide(pocketflow.AsyncNode):
+        async def prep_async(self, shared):
+            return shared["messages"]
+
+        async def exec_async(self, messages):
+            await asyncio.sleep(latency)
+            return SCRIPT[min((len(messages) - 2) // 2, STEPS_PER_RUN - 1)]
+
+        async def post_async(self, shared, messages, reply):
+            call = reply.tool_calls[0]
+            messages.append({"role": "assistant", "content": reply.content, "tool_calls": [call.to_message()]})
+            shared["call"] = call
+            return call.name
+
+    class Call(pocketflow.AsyncNode):
+        async def prep_async(self, shared):
+            return shared["call"]
+
+        async def exec_async(self, call):
+            return functions[call.name](**json.loads(call.arguments))
+
+        async def post_async(self, shared, call, result):
+            shared["messages"].append({"role": "tool", "tool_call_id": call.id, "content": str(result)})
+            if call.name != "respond_to_user":
+                return "decide"
+            shared["result"] = result
+            return None
+
+    warnings.filterwarnings("ignore", message="Flow ends")
+    decide = Decide()
+    for name in functions:
+        node = Call()
+        decide - name >> node
+        node - "decide" >> decide
+    return pocketflow.AsyncFlow(start=decide)
+
+
+async def bench_pocketflow_concurrent(n: int, latency: float) -> float:
+    """Wall time of ``n`` concurrent runs of :func:`pocketflow_agent` (one flow, a state dict per run)."""
+    flow = pocketflow_agent(latency)
+    states = [{"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": f"question {i}"}]}
+              for i in range(n)]
+    t0 = time.perf_counter()
+    await asyncio.gather(*(flow.run_async(state) for state in states))
+    wall = time.perf_counter() - t0
+    assert all(state["result"] == "35" for state in states)
     return wall
 
 
@@ -453,21 +517,29 @@ def main() -> None:
           f"(median of {pair_rounds} back-to-back pairs)")
 
     asyncio.run(bench_concurrent(min(n, 100), 0.0))  # warm-up (first-call imports, schema caches)
-    walls, speeds = [], []
+    asyncio.run(bench_pocketflow_concurrent(min(n, 100), 0.0))
+    walls, plain_walls, speeds = [], [], []
     probe, _ = pocketflow_loop(node_steps)
-    for _ in range(concurrent_repeats):
-        speeds.append(pocketflow_node_sample(probe, node_steps))  # the machine's speed just before the burst
+    for _ in range(concurrent_repeats):  # ours and plain pocketflow's, alternating
+        speeds.append(pocketflow_node_sample(probe, node_steps))  # the machine's speed just before the bursts
         gc.collect()
         walls.append(asyncio.run(bench_concurrent(n, latency)))
+        gc.collect()
+        plain_walls.append(asyncio.run(bench_pocketflow_concurrent(n, latency)))
+    ideal = STEPS_PER_RUN * latency
     wall = statistics.median(walls)
-    concurrent_ratio = wall / (STEPS_PER_RUN * latency)
-    concurrent_best_ratio = min(walls) / (STEPS_PER_RUN * latency)
+    concurrent_ratio = wall / ideal
+    concurrent_best_ratio = min(walls) / ideal
+    pocketflow_concurrent_ratio = statistics.median(plain_walls) / ideal
+    concurrent_vs_pocketflow = statistics.median(a / b for a, b in zip(walls, plain_walls, strict=True))
     concurrent_node_us = statistics.median(speeds)
     print(f"{n} concurrent arun x {STEPS_PER_RUN} decisions @ {latency * 1000:.0f} ms: {wall * 1000:.0f} ms "
-          f"(ideal {STEPS_PER_RUN * latency * 1000:.0f} ms) -> ratio {concurrent_ratio:.2f} (best of "
-          f"{concurrent_repeats}: {concurrent_best_ratio:.2f}); plain pocketflow node step just before each burst: "
-          f"{concurrent_node_us:.2f} µs (the machine's speed then: the ratio is wall time over a fixed ideal, so it "
-          f"rises with a slow phase of the machine, which this shows)")
+          f"(ideal {ideal * 1000:.0f} ms) -> ratio {concurrent_ratio:.2f} (best of {concurrent_repeats}: "
+          f"{concurrent_best_ratio:.2f})")
+    print(f"the same loop in plain pocketflow (no validation, trace, hooks or usage): ratio "
+          f"{pocketflow_concurrent_ratio:.2f}; ours over it, burst by burst: {concurrent_vs_pocketflow:.2f}; plain "
+          f"pocketflow node step just before each pair: {concurrent_node_us:.2f} µs (the machine's speed then: the "
+          f"ratios are wall time over a fixed ideal, so they rise in a slow phase of the machine)")
 
     plain_ms = litellm_cpu_per_call_ms(zero_cost=False, calls=litellm_calls)
     zero_ms = litellm_cpu_per_call_ms(zero_cost=True, calls=litellm_calls)
@@ -507,7 +579,8 @@ def main() -> None:
     print(
         f"RESULT step_us={step_us:.1f} pocketflow_node_us={node_us:.2f} step_vs_pocketflow={step_vs_pocketflow:.1f} "
         f"concurrent_ratio={concurrent_ratio:.3f} concurrent_best_ratio={concurrent_best_ratio:.3f} "
-        f"concurrent_node_us={concurrent_node_us:.2f} litellm_ratio={litellm_ratio:.3f} reuse_ratio={reuse_ratio:.3f} "
+        f"concurrent_node_us={concurrent_node_us:.2f} pocketflow_concurrent_ratio={pocketflow_concurrent_ratio:.3f} "
+        f"concurrent_vs_pocketflow={concurrent_vs_pocketflow:.3f} litellm_ratio={litellm_ratio:.3f} reuse_ratio={reuse_ratio:.3f} "
         f"litellm_call_ms={plain_ms:.2f} litellm_zero_cost_call_ms={zero_ms:.2f} otel_ratio={otel_ratio:.3f} otel_batch_ratio={otel_batch_ratio:.3f} "
         f"otel_noop_ratio={otel_noop_ratio:.3f} otel_off_ratio={otel_off_ratio:.3f} "
         f"otel_sdk_span_us={otel_sdk_span_us:.1f} otel_floor_us={otel_floor_us:.2f} otel_floor_ratio={otel_floor_ratio:.3f} "

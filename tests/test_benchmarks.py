@@ -22,7 +22,7 @@ TIMEOUT_S = 300
 EXPECTED_KEYS: dict[str, set[str]] = {
     "agent_overhead.py": {
         "step_us", "pocketflow_node_us", "step_vs_pocketflow", "concurrent_ratio", "concurrent_best_ratio",
-        "concurrent_node_us", "litellm_ratio", "reuse_ratio",
+        "concurrent_node_us", "pocketflow_concurrent_ratio", "concurrent_vs_pocketflow", "litellm_ratio", "reuse_ratio",
         "litellm_call_ms", "litellm_zero_cost_call_ms", "otel_ratio", "otel_noop_ratio", "otel_off_ratio",
         "otel_sdk_span_us", "otel_floor_us", "otel_floor_ratio", "otel_floor_run_ratio", "quick",
     },
