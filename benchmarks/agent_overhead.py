@@ -16,7 +16,9 @@
 - ``litellm_ratio``: the same 1,000 runs with the model reached through a LiteLLM custom provider with the same
   latency, over raw ``litellm.acompletion`` making the same calls (1,000 concurrent chains of 3) in this run.
   Also prints the raw LiteLLM cost per call with and without zero-cost model registration.
-- ``reuse_ratio``: per-step time of call 200 on one reused AgentBot over its first call's.
+- ``reuse_ratio``: per-step time of a call after 200 on one reused AgentBot (its conversation kept, the window
+  capped by ``history_limit``) over a new bot's first call, side by side (the median of the pairs' ratios; every
+  call three decisions).
 - ``otel_ratio``: CPU time per decision step with every run exported to OpenTelemetry
   (``llamabot.observe.otel.instrument`` with the SDK, a ``SimpleSpanProcessor`` and the in-memory exporter: each
   span converted and exported as it ends, on the run's thread) over the same without export, side by side.
@@ -284,22 +286,46 @@ def litellm_cpu_per_call_ms(zero_cost: bool, calls: int = 300) -> float:
     return asyncio.run(go())
 
 
+def run_reply(request: ModelRequest) -> ModelReply:
+    """:func:`scripted_reply` for a bot that keeps its conversation between calls: the decision for this point of
+    the current run, read off the assistant turns since the last user message (so every call takes the script's
+    three decisions, however long the history before it)."""
+    decided = 0
+    for message in reversed(request.messages):
+        role = message["role"]
+        if role == "user":
+            break
+        decided += role == "assistant"
+    return SCRIPT[min(decided, STEPS_PER_RUN - 1)]
+
+
 def bench_reuse(calls: int, window: int = 21) -> float:
-    model = ScriptedModel(responder=scripted_reply, record=False, strict=False)
-    bot = AgentBot(tools=CALCULATOR_TOOLS, model_name=model)
+    """Per-step time of a call on one bot reused for ``calls`` calls (its conversation kept, the window capped by
+    ``history_limit``) over a new bot's first call, measured side by side: ``window`` pairs (a new bot's first
+    call and the reused bot's next, in alternating order), the median of the pairs' ratios. Paired, so a phase of
+    the machine moves both calls of a pair alike; every call takes the script's three decisions (:func:`run_reply`)."""
+    model = TimedModel(ScriptedModel(responder=run_reply, record=False, strict=False))
 
-    def one_call() -> float:
+    def one_call(bot: Any) -> float:
+        spent = model.spent
         t0 = time.perf_counter()
-        bot("What is (2 + 3) * 7?")
-        return (time.perf_counter() - t0) / STEPS_PER_RUN
+        assert bot("What is (2 + 3) * 7?") == "35"
+        return (time.perf_counter() - t0 - (model.spent - spent)) / STEPS_PER_RUN
 
-    # The conversation is kept on the bot between calls; compare its first calls with calls `calls` to
-    # `calls + window - 1` (medians of `window` calls each, so one scheduler hiccup does not decide the ratio).
-    first = [one_call() for _ in range(window)]
-    for _ in range(calls - len(first)):
-        one_call()
-    late = [one_call() for _ in range(window)]
-    return statistics.median(late) / statistics.median(first)
+    reused = AgentBot(tools=CALCULATOR_TOOLS, model_name=model)
+    for _ in range(calls):
+        one_call(reused)
+    ratios = []
+    for index in range(window):
+        fresh = AgentBot(tools=CALCULATOR_TOOLS, model_name=model)
+        if index % 2 == 0:
+            first = one_call(fresh)
+            late = one_call(reused)
+        else:
+            late = one_call(reused)
+            first = one_call(fresh)
+        ratios.append(late / first)
+    return statistics.median(ratios)
 
 
 def otel_step_us(runs: int, flush: Any = None) -> float:

@@ -77,34 +77,32 @@ def conversation_window(memory: list[Message], run_start: int, limit: int | None
     answer it are kept or dropped together, so a window never starts with an orphan ``tool`` result (providers
     reject one whose assistant turn was cut off). The newest turn is always kept whole, even when it alone
     holds more than ``limit`` messages (a reply that made ``limit`` or more calls): the model must see the
-    results of the calls it just made."""
+    results of the calls it just made. The cost is that of copying the window, whatever the history's length:
+    each cut is found where the budget ends, not by walking the turns."""
     if limit is None or len(memory) <= limit + 1:
         return memory
-    query = memory[run_start]
-    after = memory[run_start + 1 :]
-    tail = _newest_turns(after, limit, keep_newest=True)
-    if len(tail) < len(after):
-        return [query, *tail]
-    before = _newest_turns(memory, limit - len(after), keep_newest=False, end=run_start)
-    return [*before, query, *after]
+    after = run_start + 1  # this run's messages after its user turn: memory[after:]
+    first = _turns_start(memory, after, len(memory), limit, keep_newest=True)
+    if first > after:  # not all of this run's turns fit: its user turn, then the newest of them
+        return [memory[run_start], *memory[first:]]
+    # all of them fit: the earlier history that fits the rest of the budget, contiguous with them
+    return memory[_turns_start(memory, 0, run_start, limit - (len(memory) - after), keep_newest=False):]
 
 
-def _newest_turns(messages: list[Message], budget: int, *, keep_newest: bool, end: int | None = None) -> list[Message]:
-    """The longest run of whole turns at the end of ``messages[:end]`` that fits ``budget`` messages (the newest
-    turn whatever its size when ``keep_newest``), without a leading orphan ``tool`` result.
+def _turns_start(messages: list[Message], begin: int, end: int, budget: int, *, keep_newest: bool) -> int:
+    """Where the longest run of whole turns at the end of ``messages[begin:end]`` that fits ``budget`` messages
+    starts (the newest turn whatever its size when ``keep_newest``); ``end`` when none is kept.
 
-    A turn is a message other than a ``tool`` result with the results that follow it; results at the very start
-    (their assistant turn is not there) are an orphan turn, never kept. Walks back from ``end`` and stops at the
-    first turn that does not fit, so the cost is the window's size, not the conversation's."""
-    end = len(messages) if end is None else end
-    first = end  # the window is messages[first:end]
-    while first > 0:
-        begin = first - 1
-        while begin > 0 and messages[begin].get("role") == "tool":
-            begin -= 1
-        if messages[begin].get("role") == "tool":  # results whose assistant turn is not here
-            break
-        if end - begin > budget and not (keep_newest and first == end):
-            break
-        first = begin
-    return messages[first:end]
+    A turn is a message other than a ``tool`` result with the results that follow it, so a window may start at
+    any message that is not a result: the first of those at or after ``end - budget``. Results with no such
+    message before them in ``messages[begin:end]`` (their assistant turn is not there) are never kept."""
+    first = min(max(end - budget, begin), end)
+    while first < end and messages[first].get("role") == "tool":
+        first += 1
+    if first == end and keep_newest and end > begin:  # the newest turn alone is over the budget: it, whole
+        first = end - 1
+        while first > begin and messages[first].get("role") == "tool":
+            first -= 1
+        if messages[first].get("role") == "tool":  # only results: an orphan turn
+            return end
+    return first

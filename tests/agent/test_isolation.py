@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from llamabot import AgentBot, AsyncAgentBot, ScriptedModel
 from llamabot.graph.agent_state import conversation_window
 from llamabot.models.messages import tool_result, user
@@ -96,6 +99,52 @@ def test_agt_iso_050_the_window_never_starts_with_an_orphan_tool_result():
     assert window[0]["role"] != "tool"
     assert window[-3:] == memory[3:]
     assert conversation_window(memory, run_start=3, limit=None) is memory
+
+
+def _reference_window(memory, run_start, limit):
+    """The window as the rules state it, found the slow way: whole turns taken from the newest back while they
+    fit (the implementation before the window was computed from where the budget ends)."""
+    if limit is None or len(memory) <= limit + 1:
+        return memory
+
+    def newest(messages, budget, keep_newest, end):
+        first = end
+        while first > 0:
+            begin = first - 1
+            while begin > 0 and messages[begin]["role"] == "tool":
+                begin -= 1
+            if messages[begin]["role"] == "tool":
+                break
+            if end - begin > budget and not (keep_newest and first == end):
+                break
+            first = begin
+        return messages[first:end]
+
+    after = memory[run_start + 1:]
+    tail = newest(after, limit, True, len(after))
+    if len(tail) < len(after):
+        return [memory[run_start], *tail]
+    return [*newest(memory, limit - len(after), False, run_start), memory[run_start], *after]
+
+
+@st.composite
+def _conversations(draw):
+    """A history of user, assistant and tool messages (orphan results included) and the run's user turn in it."""
+    roles = draw(st.lists(st.sampled_from(["user", "assistant", "tool", "tool"]), max_size=40))
+    run = draw(st.lists(st.sampled_from(["assistant", "tool", "tool", "tool"]), max_size=25))
+    if draw(st.booleans()):  # the usual run: its turns start with the model's reply
+        run = ["assistant", *run]
+    memory = [{"role": role, "content": str(i)} for i, role in enumerate([*roles, "user", *run])]
+    return memory, len(roles), draw(st.one_of(st.none(), st.integers(0, 6), st.integers(0, 45)))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_conversations())
+def test_agt_iso_050_the_window_is_the_longest_run_of_whole_turns_that_fits(case):
+    memory, run_start, limit = case
+    window = conversation_window(memory, run_start, limit)
+    assert window == _reference_window(memory, run_start, limit)
+    assert memory[run_start] in window and (len(window) == len(memory) or window[0]["role"] != "tool")
 
 
 def test_agt_msg_010_the_model_sees_proper_chat_messages():
