@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import os
 import statistics
 import subprocess
@@ -60,6 +61,8 @@ from llamabot.models.scripted import tool_call
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import set_process_hooks
 from llamabot.toolkits.calculator import CALCULATOR_TOOLS
+from llamabot.tools.defaults import respond_to_user
+from llamabot.tools.tool import as_tool
 
 SCRIPT = [
     tool_call("add", a=2, b=3),
@@ -181,11 +184,6 @@ def pocketflow_agent(latency: float) -> Any:
     appends the assistant message and routes to the tool named; a tool node per tool that parses the arguments
     (``json.loads``), calls the function, appends the result and loops back. No argument validation, trace,
     hooks, usage or error handling: the floor of this benchmark for an agent on the graph engine."""
-    import json
-
-    from llamabot.tools.defaults import respond_to_user
-    from llamabot.tools.tool import as_tool
-
     functions = {t.name: t.func for t in map(as_tool, [*CALCULATOR_TOOLS, respond_to_user])}
 
     class Decide(pocketflow.AsyncNode):
