@@ -153,7 +153,7 @@ def bench_step_vs_pocketflow(rounds: int, node_steps: int, runs: int) -> tuple[f
     per step)."""
     flow, _ = pocketflow_loop(node_steps)
     model = TimedModel(ScriptedModel(responder=scripted_reply, record=False, strict=False))
-    bot = AgentBot(tools=CALCULATOR_TOOLS, model_name=model)
+    bot = AgentBot(tools=CALCULATOR_TOOLS, model=model)
     pocketflow_node_sample(flow, node_steps)  # warm-up, both sides
     step_sample(bot, model, max(runs // 10, 1))
     steps, nodes, ratios, model_us = [], [], [], []
@@ -170,7 +170,7 @@ def bench_step_vs_pocketflow(rounds: int, node_steps: int, runs: int) -> tuple[f
 
 async def bench_concurrent(n: int, latency: float) -> float:
     model = ScriptedModel(responder=scripted_reply, latency_s=latency, record=False, strict=False)
-    bot = AsyncAgentBot(tools=CALCULATOR_TOOLS, model_name=model)
+    bot = AsyncAgentBot(tools=CALCULATOR_TOOLS, model=model)
     t0 = time.perf_counter()
     results = await asyncio.gather(*(bot.arun(f"question {i}") for i in range(n)))
     wall = time.perf_counter() - t0
@@ -248,7 +248,7 @@ def register_litellm_scripted(latency: float, zero_cost: bool) -> tuple[str, Any
 async def bench_litellm(n: int, latency: float, zero_cost: bool) -> tuple[float, float]:
     """(agent wall, raw litellm wall) for n concurrent 3-call chains."""
     name, litellm = register_litellm_scripted(latency, zero_cost)
-    bot = AsyncAgentBot(tools=CALCULATOR_TOOLS, model_name=name)
+    bot = AsyncAgentBot(tools=CALCULATOR_TOOLS, model=name)
     tools = [t.json_schema for t in bot.tools.values()]
     await bot.arun("warm-up")
 
@@ -310,12 +310,12 @@ def bench_reuse(calls: int, window: int = 21) -> float:
         assert bot("What is (2 + 3) * 7?") == "35"
         return (time.perf_counter() - t0 - (model.spent - spent)) / STEPS_PER_RUN
 
-    reused = AgentBot(tools=CALCULATOR_TOOLS, model_name=model)
+    reused = AgentBot(tools=CALCULATOR_TOOLS, model=model)
     for _ in range(calls):
         one_call(reused)
     ratios = []
     for index in range(window):
-        fresh = AgentBot(tools=CALCULATOR_TOOLS, model_name=model)
+        fresh = AgentBot(tools=CALCULATOR_TOOLS, model=model)
         if index % 2 == 0:
             first = one_call(fresh)
             late = one_call(reused)
@@ -330,7 +330,7 @@ def otel_step_us(runs: int, flush: Any = None) -> float:
     """CPU µs per decision step of ``runs`` agent runs on one bot (scripted model, gc off). CPU time of this
     process (``time.process_time``, every thread), so the load of other processes on a shared machine does not
     count. ``flush``: called after the runs, inside the measured time (a batch processor's export)."""
-    bot = AgentBot(tools=CALCULATOR_TOOLS, model_name=ScriptedModel(responder=scripted_reply, record=False, strict=False))
+    bot = AgentBot(tools=CALCULATOR_TOOLS, model=ScriptedModel(responder=scripted_reply, record=False, strict=False))
     elapsed = timed_runs(bot, runs, time.process_time)
     if flush is not None:
         t0 = time.process_time()

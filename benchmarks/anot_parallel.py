@@ -68,7 +68,7 @@ def bench_parallel(repeats: int) -> tuple[float, list[float]]:
     items = [{"name": f"cafe {i}"} for i in range(1, 11)]
     walls = []
     for _ in range(repeats):
-        bot = AsyncANoTBot(ScriptedModel(responder=parallel_responder, latency_s=LATENCY_S, record=False), debug=0, concurrency=10)
+        bot = AsyncANoTBot(model=ScriptedModel(responder=parallel_responder, latency_s=LATENCY_S, record=False), debug=0, concurrency=10)
         started = time.perf_counter()
         result = asyncio.run(bot.aexecute(PARALLEL_SCRIPT, items))
         walls.append(time.perf_counter() - started)
@@ -151,7 +151,7 @@ def bench_tokens(dataset: Dataset, candidates: int, max_requests: int | None = N
         chosen = select_candidates(len(dataset.items), request.gold_idx, candidates, 0, request.id)
         items = [dataset.items[i] for i in chosen]
         anot_model = ScriptedModel(responder=anot_responder(reference_strategy(request, len(items))))
-        ANoTBot(anot_model, debug=0)(request.text, items)
+        ANoTBot(model=anot_model, debug=0)(request.text, items)
         per_request = 0
         for sent in anot_model.requests:
             tokens = count_tokens(litellm, sent)
@@ -160,7 +160,7 @@ def bench_tokens(dataset: Dataset, candidates: int, max_requests: int | None = N
             phases[phase] += tokens
         anot_totals.append(per_request)
         cot_model = ScriptedModel([text("[1, 2, 3, 4, 5]")])
-        CoTBot(cot_model, debug=0)(request.text, items)
+        CoTBot(model=cot_model, debug=0)(request.text, items)
         cot_totals.append(sum(count_tokens(litellm, sent) for sent in cot_model.requests))
         full = COT_USER.format(query=request.text, items=render_items_budgeted(items, 10**9))
         full_totals.append(

@@ -164,7 +164,7 @@ def tot_replays(model_name: str, quick: bool) -> dict[str, float]:
         else {"branching_factor": 2, "max_depth": 2, "min_depth": 2, "max_nodes": 7}
     )
     fresh(False)
-    bot = ToTBot(model_name, temperature=0.0, max_tokens=96, **options)
+    bot = ToTBot(model=model_name, temperature=0.0, max_tokens=96, **options)
     started = time.perf_counter()
     bot("Plan how to sort 1,000,000 integers that each lie between 0 and 999, using little memory.")
     search_s = time.perf_counter() - started

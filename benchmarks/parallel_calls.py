@@ -55,7 +55,7 @@ def script(name: str) -> list:
 
 
 async def wall(tool_fn, limit: int) -> float:
-    bot = AsyncAgentBot(tools=[tool_fn], model_name=ScriptedModel(script(tool_fn.tool.name)), max_parallel_tools=limit)
+    bot = AsyncAgentBot(tools=[tool_fn], model=ScriptedModel(script(tool_fn.tool.name)), max_parallel_tools=limit)
     started = time.perf_counter()
     assert await bot.arun("q") == "ok"
     return time.perf_counter() - started

@@ -76,7 +76,7 @@ def update_us(rounds: int) -> float:
 
 def driver_step_us(rounds: int) -> float:
     model = TimedModel(ScriptedModel(responder=responder, record=False))
-    bot = ToTBot(model, **OPTIONS)
+    bot = ToTBot(model=model, **OPTIONS)
     bot("warm up")
     model.spent, model.calls = 0.0, 0
     started = time.perf_counter()
@@ -88,7 +88,7 @@ def driver_step_us(rounds: int) -> float:
 
 def async_ratio(runs: int, latency: float) -> float:
     model = ScriptedModel(responder=responder, latency_s=latency, record=False)
-    bot = AsyncToTBot(model, **OPTIONS)
+    bot = AsyncToTBot(model=model, **OPTIONS)
 
     async def main() -> tuple[float, int]:
         started = time.perf_counter()

@@ -43,11 +43,21 @@ _EXPORTS: dict[str, str] = {
     "UsageLimitExceeded": "llamabot.observe.usage",
     "get_model": "llamabot.models.seam",
     "default_model_name": "llamabot.models.seam",
+    "ModelSettings": "llamabot.models.settings",
+    "ApprovalRequest": "llamabot.tools.approval",
+    "Decision": "llamabot.tools.approval",
+    "ApprovalRequired": "llamabot.graph.approval",
+    "PausedRun": "llamabot.graph.approval",
 }
 
 __all__ = [
     "AgentBot",
+    "ApprovalRequest",
+    "ApprovalRequired",
     "AsyncAgentBot",
+    "Decision",
+    "ModelSettings",
+    "PausedRun",
     "RunEvent",
     "RunHooks",
     "GraphBot",
@@ -75,15 +85,18 @@ if TYPE_CHECKING:
     from llamabot.bot.simplebot import AsyncSimpleBot, SimpleBot
     from llamabot.bot.structuredbot import AsyncStructuredBot, StructuredBot
     from llamabot.bot.toolbot import AsyncToolBot, ToolBot
+    from llamabot.graph.approval import ApprovalRequired, PausedRun
     from llamabot.graph.graphbot import GraphBot
     from llamabot.graph.mermaid import to_mermaid
     from llamabot.models.scripted import ScriptedModel
     from llamabot.models.seam import default_model_name, get_model
+    from llamabot.models.settings import ModelSettings
     from llamabot.observe.events import RunEvent
     from llamabot.observe.hooks import RunHooks
     from llamabot.observe.tracing import Trace
     from llamabot.observe.usage import RunUsage, UsageLimitExceeded, UsageLimits
     from llamabot.tools import DEFAULT_TOOLS, Tool, tool
+    from llamabot.tools.approval import ApprovalRequest, Decision
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals(), __all__)

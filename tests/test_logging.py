@@ -40,7 +40,7 @@ def flaky_tool():
 
 def run_agent():
     model = ScriptedModel([tool_call("flaky", x=3), tool_call("respond_to_user", response="3")])
-    return AgentBot(tools=[flaky_tool()], model_name=model)("q")
+    return AgentBot(tools=[flaky_tool()], model=model)("q")
 
 
 def test_agt_log_010_nothing_is_logged_until_the_user_enables_the_llamabot_logger(lines):
@@ -59,6 +59,6 @@ def test_agt_log_020_decisions_tool_calls_retries_and_repairs_are_logged_at_debu
     class Answer(BaseModel):
         value: int
 
-    bot = StructuredBot("Answer.", Answer, ScriptedModel([text("not json"), json_reply({"value": 4})]))
+    bot = StructuredBot("Answer.", Answer, model=ScriptedModel([text("not json"), json_reply({"value": 4})]))
     assert bot("q").value == 4
     assert any("Answer: invalid structured output (attempt 1 of 3)" in line for line in lines)

@@ -52,7 +52,7 @@ def plus_one_responder(request: ModelRequest) -> object:
 
 
 def plus_one_bot() -> AsyncAgentBot:
-    return AsyncAgentBot(tools=CALCULATOR_TOOLS, model_name=ScriptedModel(responder=plus_one_responder, latency_s=0.01))
+    return AsyncAgentBot(tools=CALCULATOR_TOOLS, model=ScriptedModel(responder=plus_one_responder, latency_s=0.01))
 
 
 def client_for(bot: AsyncAgentBot) -> httpx.AsyncClient:
@@ -104,7 +104,7 @@ async def test_agt_svc_030_errors_become_http_500_with_message():
     def broken(request: ModelRequest) -> object:
         return RuntimeError("the model server is down")
 
-    bot = AsyncAgentBot(tools=CALCULATOR_TOOLS, model_name=ScriptedModel(responder=broken, latency_s=0.01))
+    bot = AsyncAgentBot(tools=CALCULATOR_TOOLS, model=ScriptedModel(responder=broken, latency_s=0.01))
     async with client_for(bot) as client:
         response = await client.post("/ask", json={"question": "What is 1 plus one?"})
         streamed = await client.post("/ask/stream", json={"question": "What is 1 plus one?"})

@@ -14,17 +14,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from llamabot.bot.options import accepted_options, not_a_model, strict_options
 from llamabot.bot.toolbot import ToolBot
-from llamabot.graph.agent_state import answer_open_calls, new_run_state
+from llamabot.graph.agent_state import answer_open_calls, new_run_state, restored_run_state
+from llamabot.graph.approval import ApprovalRequired
 from llamabot.graph.decision import RESPOND
 from llamabot.graph.graphbot import GraphBot
 from llamabot.graph.nodes import DecideNode, FuncNode
 from llamabot.graph.parallel_calls import ParallelCalls, cancel_early
 from llamabot.models.messages import Message
 from llamabot.models.seam import ChatModel, get_model
+from llamabot.models.settings import ModelSettings, check_model_settings
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, current_run
 from llamabot.observe.usage import UsageLimits
+from llamabot.tools.approval import Approver
 from llamabot.tools.defaults import DEFAULT_TOOLS
 from llamabot.tools.tool import DECIDE, Tool, as_tool
 
@@ -47,47 +51,64 @@ def merge_tools(tools: Iterable[Any]) -> dict[str, Tool]:
 class AgentBot(GraphBot):
     """An agent that answers by calling tools, as a PocketFlow graph.
 
-    ``tools``: ``@tool`` functions, added to ``DEFAULT_TOOLS``. ``model_name``: any LiteLLM model string, a
-    chat model object (``ScriptedModel``), or ``None`` for the default. ``max_iterations``: model decisions per
-    run before the run is forced to ``respond_to_user``. ``max_errors``: consecutive invalid calls or tool
-    failures tolerated (each is shown to the model) before the run raises. ``history_limit``: at most this many
-    messages after the current question are sent to the model. ``decide_node``: a custom decision node, wired
-    to the same tool edges. ``hooks``: lifecycle hooks told about every run. ``usage_limits``: a
-    :class:`UsageLimits` every run obeys (a run stops with ``UsageLimitExceeded`` before a request that would exceed
-    it). ``max_parallel_tools``: in async runs, how many independent calls of one reply may run at once (their
+    ``tools`` (the one positional argument): ``@tool`` functions, plain functions or :class:`Tool` objects, added
+    to ``DEFAULT_TOOLS``. Every other option is a keyword. ``model``: any LiteLLM model string, a chat model
+    object (``ScriptedModel``), or ``None`` for the default. ``system_prompt``: the agent's instructions.
+    ``model_settings``: provider settings (``{"temperature": 0, "max_tokens": 512}``; see
+    :class:`~llamabot.models.settings.ModelSettings`), the only values that reach the provider.
+    ``max_iterations``: model decisions per run before the run is forced to ``respond_to_user``. ``max_errors``:
+    consecutive invalid calls or tool failures tolerated (each is shown to the model) before the run raises.
+    ``history_limit``: at most this many messages after the current question are sent to the model.
+    ``decide_node``: a custom decision node, wired to the same tool edges. ``hooks``: lifecycle hooks told about
+    every run. ``usage_limits``: a :class:`UsageLimits` every run obeys (a run stops with ``UsageLimitExceeded``
+    before a request that would exceed it). ``approver``: decides in-process on calls of tools marked
+    ``requires_approval`` (``approver(request) -> Decision | bool``); without one a run pauses before such calls
+    with :class:`~llamabot.graph.approval.ApprovalRequired` (continue it with ``bot.resume(paused, decisions)``).
+    ``max_parallel_tools``: in async runs, how many independent calls of one reply may run at once (their
     results still reach the model in its order; 1: one at a time, as sync runs always do; see
-    :mod:`llamabot.graph.parallel_calls`). ``completion_kwargs`` pass through to the model.
+    :mod:`llamabot.graph.parallel_calls`). An unknown keyword is a ``TypeError``.
 
     ``bot(query)`` keeps the conversation on the bot (``bot.memory``, for notebooks); ``await bot.arun(query)``
     keeps nothing between calls unless the caller passes ``memory`` (a list it owns), so any number of concurrent
     runs on one instance never see each other's data. Both accept ``globals_dict`` (the caller's variables, for
-    tools with a hidden ``_globals_dict``).
+    tools with a hidden ``_globals_dict``) and ``approver``.
     """
 
+    @strict_options
     def __init__(
         self,
         tools: Iterable[Any] = (),
+        *,
         system_prompt: str | None = None,
-        model_name: str | ChatModel | None = None,
+        model: str | ChatModel | None = None,
+        model_settings: ModelSettings | dict[str, Any] | None = None,
         max_iterations: int = 10,
         decide_node: Any = None,
-        *,
         max_errors: int = 3,
         history_limit: int | None = 40,
         hooks: Iterable[RunHooks] = (),
         usage_limits: UsageLimits | None = None,
+        approver: Approver | None = None,
         max_parallel_tools: int = 8,
-        **completion_kwargs: Any,
     ):
-        super().__init__(hooks=hooks, usage_limits=usage_limits)
+        super().__init__(hooks=hooks, usage_limits=usage_limits, approver=approver)
+        not_a_model(type(self).__name__, "tools", tools)
+        if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
+            raise TypeError(f"{type(self).__name__}(tools=...) takes an iterable of tools, got {type(tools).__name__}")
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            not_a_model(type(self).__name__, "system_prompt", system_prompt)
+            raise TypeError(f"system_prompt must be a string, got {type(system_prompt).__name__}")
+        settings = check_model_settings(model_settings, type(self).__name__, AGENT_OPTIONS)
         self.tools = merge_tools(tools)
-        self.model = get_model(model_name)
+        self.model = get_model(model)
         self.model_name = self.model.name
+        self.model_settings = settings
         prompt = system_prompt or DEFAULT_AGENT_PROMPT
-        toolbot = ToolBot(prompt, self.model, tools=self.tools.values(), **completion_kwargs)
+        toolbot = ToolBot(prompt, model=self.model, tools=self.tools.values(), model_settings=settings)
         final = None
         if RESPOND in self.tools:
-            final = ToolBot(prompt, self.model, tools=self.tools.values(), tool_choice=RESPOND, **completion_kwargs)
+            final = ToolBot(prompt, model=self.model, tools=self.tools.values(), tool_choice=RESPOND,
+                            model_settings=settings)
         self.decide_node = decide_node or DecideNode(
             toolbot, final, max_iterations=max_iterations, max_errors=max_errors, history_limit=history_limit
         )
@@ -127,13 +148,24 @@ class AgentBot(GraphBot):
 
     def failed(self, state: dict[str, Any], error: BaseException) -> None:
         # Whatever ended the run, leave every tool call answered: a later request on the same memory must
-        # satisfy strict providers; calls still running early (async runs) are cancelled.
+        # satisfy strict providers; calls still running early (async runs) are cancelled. A paused run's
+        # checkpoint was taken before this, so resuming it still sees its calls open.
         cancel_early(current_run())
-        answer_open_calls(state["memory"], state["_run_start"], f"Not run: the run failed ({type(error).__name__}).")
+        text = ("Not run: the run paused for approval; it continues with bot.resume(...)."
+                if isinstance(error, ApprovalRequired) else f"Not run: the run failed ({type(error).__name__}).")
+        answer_open_calls(state["memory"], state["_run_start"], text)
+
+    def restored_action(self, state: Any, action: str | None) -> str | None:
+        # a checkpoint may be tampered with: the shape checked, the waiting calls validated again (agent_state)
+        return restored_run_state(state, action, self.tools)
 
     def reset(self) -> None:
         """Forget the conversation kept by ``__call__``."""
         self.memory = []
+
+
+#: AgentBot's constructor keywords (a model setting of the same name is refused: it belongs on the constructor).
+AGENT_OPTIONS = accepted_options(AgentBot.__init__)
 
 
 class AsyncAgentBot(AgentBot):

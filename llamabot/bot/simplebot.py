@@ -2,44 +2,68 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
+from llamabot.bot.options import accepted_options, not_a_model, strict_options
 from llamabot.errors import ModelCallError
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import AIMessage, system, to_messages
 from llamabot.models.reply import ModelRequest
 from llamabot.models.seam import ChatModel, TokenCallback, get_model
+from llamabot.models.settings import ModelSettings, check_model_settings
+from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, run
+from llamabot.observe.usage import UsageLimits
 
 
 class SimpleBot:
     """Answer messages under a system prompt.
 
-    ``model_name``: any LiteLLM model string (``gpt-4.1-mini``, ``ollama_chat/qwen2.5``, ``local/...``), a chat
-    model object such as ``ScriptedModel``, or ``None`` for the default (``$LLAMABOT_MODEL``, else the
-    embedded local model). ``stream_target``: a callable receiving text pieces as they arrive (off by default).
-    ``completion_kwargs`` (``temperature``, ``api_base``, ``api_key``...) pass through to the model.
+    ``system_prompt`` (the one positional argument). ``model``: any LiteLLM model string (``gpt-4.1-mini``,
+    ``ollama_chat/qwen2.5``, ``local/...``), a chat model object such as ``ScriptedModel``, or ``None`` for the
+    default (``$LLAMABOT_MODEL``, else the embedded local model). ``model_settings``: provider settings
+    (``temperature``, ``max_tokens``, ``api_base``, ``api_key``...; see :class:`ModelSettings`), the only values
+    that reach the provider. ``stream_target``: a callable receiving text pieces as they arrive (off by default).
+    ``hooks``: lifecycle hooks told about every call; ``usage_limits``: limits every call obeys. An unknown
+    keyword is a ``TypeError``.
     """
 
+    @strict_options
     def __init__(
         self,
-        system_prompt: str,
-        model_name: str | ChatModel | None = None,
+        system_prompt: str = "",
+        *,
+        model: str | ChatModel | None = None,
+        model_settings: ModelSettings | dict[str, Any] | None = None,
         stream_target: TokenCallback | None = None,
-        **completion_kwargs: Any,
+        hooks: Iterable[RunHooks] = (),
+        usage_limits: UsageLimits | None = None,
     ):
+        if not isinstance(system_prompt, str):
+            not_a_model(type(self).__name__, "system_prompt", system_prompt)
+            raise TypeError(f"{type(self).__name__}: system_prompt must be a string, got {type(system_prompt).__name__}")
+        if usage_limits is not None and not isinstance(usage_limits, UsageLimits):
+            raise TypeError(f"usage_limits must be a UsageLimits, got {type(usage_limits).__name__}")
         self.system_prompt = system_prompt
-        self.model = get_model(model_name)
+        self.model = get_model(model)
         self.model_name = self.model.name
         self.stream_target = stream_target
-        self.completion_kwargs = completion_kwargs
+        self.model_settings = check_model_settings(model_settings, type(self).__name__,
+                                                   accepted_options(type(self).__init__))
+        self.hooks: tuple[RunHooks, ...] = tuple(hooks)
+        self.usage_limits = usage_limits
         self.last_trace: Trace | None = None
+
+    def _run(self) -> run:
+        """The run scope of one call (its trace, hooks and limits)."""
+        return run(type(self).__name__, hooks=self.hooks, limits=self.usage_limits)
 
     def _request(self, messages: list[dict[str, Any]], **extra: Any) -> ModelRequest:
         return ModelRequest(
             model=self.model_name,
             messages=[system(self.system_prompt), *messages] if self.system_prompt else messages,
-            params=self.completion_kwargs,
+            params=self.model_settings,
             **extra,
         )
 
@@ -56,7 +80,7 @@ class SimpleBot:
 
     def __call__(self, *messages: Any) -> AIMessage:
         """Send the messages (strings become user messages) and return the assistant's reply."""
-        with run(type(self).__name__) as trace:
+        with self._run() as trace:
             self.last_trace = trace
             return run_exchange(self._exchange(messages), self.model, self.stream_target)
 
@@ -65,6 +89,6 @@ class AsyncSimpleBot(SimpleBot):
     """Async twin of :class:`SimpleBot`: ``await bot(...)``."""
 
     async def __call__(self, *messages: Any) -> AIMessage:  # type: ignore[override]
-        with run(type(self).__name__) as trace:
+        with self._run() as trace:
             self.last_trace = trace
             return await arun_exchange(self._exchange(messages), self.model, self.stream_target)

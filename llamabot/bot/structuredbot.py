@@ -7,17 +7,22 @@ times; then :class:`StructuredOutputError` is raised holding the last raw output
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from llamabot.bot.options import not_a_model, strict_options
 from llamabot.bot.simplebot import AsyncSimpleBot, SimpleBot
 from llamabot.errors import StructuredOutputError
 from llamabot.models.exchange import Exchange
 from llamabot.models.messages import assistant, to_messages, user
-from llamabot.models.seam import ChatModel
+from llamabot.models.seam import ChatModel, TokenCallback
+from llamabot.models.settings import ModelSettings
 from llamabot.models.text_fences import fenced_blocks
+from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import log_debug
+from llamabot.observe.usage import UsageLimits
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -54,24 +59,41 @@ def _errors_of(exc: Exception) -> list[str]:
 
 
 class StructuredBot(SimpleBot, Generic[M]):
-    """Return a validated ``pydantic_model`` instance for the given messages (``bot(*messages)``).
+    """Return a validated ``output_type`` instance (a pydantic model) for the given messages (``bot(*messages)``).
 
-    ``max_repairs``: how many times invalid output is sent back with its errors before giving up (default 2,
-    so at most 3 model calls).
+    ``system_prompt`` and ``output_type`` are the positional arguments; the other options are
+    :class:`SimpleBot`'s, as keywords. ``max_repairs``: how many times invalid output is sent back with its errors
+    before giving up (default 2, so at most 3 model calls).
     """
 
+    @strict_options
     def __init__(
         self,
-        system_prompt: str,
-        pydantic_model: type[M],
-        model_name: str | ChatModel | None = None,
+        system_prompt: str = "",
+        output_type: type[M] | None = None,
+        *,
+        model: str | ChatModel | None = None,
+        model_settings: ModelSettings | dict[str, Any] | None = None,
         max_repairs: int = 2,
-        **completion_kwargs: Any,
+        stream_target: TokenCallback | None = None,
+        hooks: Iterable[RunHooks] = (),
+        usage_limits: UsageLimits | None = None,
     ):
-        super().__init__(system_prompt, model_name, **completion_kwargs)
-        self.pydantic_model = pydantic_model
+        if not (isinstance(output_type, type) and issubclass(output_type, BaseModel)):
+            not_a_model(type(self).__name__, "output_type", output_type)
+            raise TypeError(f"{type(self).__name__} needs output_type, a pydantic model class; got {output_type!r:.100}")
+        if isinstance(max_repairs, bool) or not isinstance(max_repairs, int) or max_repairs < 0:
+            raise ValueError(f"max_repairs must be a whole number >= 0, got {max_repairs!r}")
+        super().__init__(system_prompt, model=model, model_settings=model_settings, stream_target=stream_target,
+                         hooks=hooks, usage_limits=usage_limits)
+        self.output_type = output_type
         self.max_repairs = max_repairs
-        self.response_format = response_format_for(pydantic_model)
+        self.response_format = response_format_for(output_type)
+
+    @property
+    def pydantic_model(self) -> type[M]:
+        """The old name of :attr:`output_type`."""
+        return self.output_type  # type: ignore[return-value]
 
     def _exchange(self, messages: tuple[Any, ...]) -> Exchange[M]:  # type: ignore[override]
         conversation = to_messages(messages)

@@ -18,13 +18,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from llamabot.bot.options import accepted_options, not_a_model, strict_options
 from llamabot.errors import ToolArgumentsError
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange, step_runner
 from llamabot.models.messages import Message, assistant, system, to_messages
 from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
 from llamabot.models.seam import ChatModel, acall_model, call_model, get_model, model_family
+from llamabot.models.settings import ModelSettings, check_model_settings
 from llamabot.models.tool_call_text import extract_tool_calls
+from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, run
+from llamabot.observe.usage import UsageLimits
 from llamabot.tools.tool import Tool, as_tool
 
 OLLAMA_TOOL_REMINDER = (
@@ -98,19 +102,30 @@ def validate_call(request: ToolCallRequest, tools: dict[str, Tool]) -> ToolCall:
 class ToolBot:
     """Ask the model to pick tools for the conversation so far. ``bot(*messages)`` -> :class:`ToolBotReply`.
 
-    ``tools``: ``@tool`` functions (or :class:`Tool` objects). ``tool_choice``: ``"required"`` (default),
-    ``"auto"``, or a tool name to force that tool. ``completion_kwargs`` pass through to the model.
+    ``system_prompt`` (the one positional argument). ``tools``: ``@tool`` functions (or :class:`Tool` objects).
+    ``tool_choice``: ``"required"`` (default), ``"auto"``, or a tool name to force that tool. ``model``,
+    ``model_settings``, ``hooks``, ``usage_limits``: as for every bot (:class:`~llamabot.bot.simplebot.SimpleBot`).
+    An unknown keyword is a ``TypeError``.
     """
 
+    @strict_options
     def __init__(
         self,
-        system_prompt: str,
-        model_name: str | ChatModel | None = None,
+        system_prompt: str = "",
+        *,
         tools: Iterable[Any] = (),
+        model: str | ChatModel | None = None,
+        model_settings: ModelSettings | dict[str, Any] | None = None,
         tool_choice: str | None = None,
-        **completion_kwargs: Any,
+        hooks: Iterable[RunHooks] = (),
+        usage_limits: UsageLimits | None = None,
     ):
-        self.model = get_model(model_name)
+        if not isinstance(system_prompt, str):
+            not_a_model(type(self).__name__, "system_prompt", system_prompt)
+            raise TypeError(f"{type(self).__name__}: system_prompt must be a string, got {type(system_prompt).__name__}")
+        if usage_limits is not None and not isinstance(usage_limits, UsageLimits):
+            raise TypeError(f"usage_limits must be a UsageLimits, got {type(usage_limits).__name__}")
+        self.model = get_model(model)
         self.model_name = self.model.name
         self.tools: dict[str, Tool] = {}
         for item in tools:
@@ -125,7 +140,10 @@ class ToolBot:
             raise ValueError(f"tool_choice {tool_choice!r} is not 'auto', 'required' or a registered tool name")
         self.system_prompt = system_prompt
         self.tool_choice = tool_choice
-        self.completion_kwargs = completion_kwargs
+        self.model_settings = check_model_settings(model_settings, type(self).__name__,
+                                                   accepted_options(type(self).__init__))
+        self.hooks: tuple[RunHooks, ...] = tuple(hooks)
+        self.usage_limits = usage_limits
         self.schemas = [t.json_schema for t in self.tools.values()]
         self._system_message = system(system_prompt)
         self._choice = self._tool_choice_param()
@@ -144,7 +162,7 @@ class ToolBot:
         if self.system_prompt and not (conversation and conversation[0].get("role") == "system"):
             conversation = [self._system_message, *conversation]
         # model, messages, tools, tool_choice, response_format, params (positional: on every decision's path)
-        return ModelRequest(self.model_name, conversation, self.schemas, self._choice, None, self.completion_kwargs)
+        return ModelRequest(self.model_name, conversation, self.schemas, self._choice, None, self.model_settings)
 
     def exchange_messages(self, conversation: list[Message]) -> Exchange[ToolBotReply]:
         """The turn as an exchange over chat messages that are already normalised (the agent's memory)."""
@@ -166,7 +184,7 @@ class ToolBot:
         return parse_tool_calls(await acall_model(self.model, self.request(conversation)), self.tools)
 
     def __call__(self, *messages: Any) -> ToolBotReply:
-        with run(type(self).__name__) as trace:
+        with run(type(self).__name__, hooks=self.hooks, limits=self.usage_limits) as trace:
             self.last_trace = trace
             return run_exchange(self._exchange(messages), self.model)
 
@@ -175,6 +193,6 @@ class AsyncToolBot(ToolBot):
     """Async twin of :class:`ToolBot`: ``await bot(*messages)``."""
 
     async def __call__(self, *messages: Any) -> ToolBotReply:  # type: ignore[override]
-        with run(type(self).__name__) as trace:
+        with run(type(self).__name__, hooks=self.hooks, limits=self.usage_limits) as trace:
             self.last_trace = trace
             return await arun_exchange(self._exchange(messages), self.model)

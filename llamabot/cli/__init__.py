@@ -78,7 +78,8 @@ def chat(
         console.print(piece, end="", markup=False, highlight=False)
 
     try:
-        bot = SimpleBot(system_prompt, model_name=model, stream_target=show if stream else None, max_tokens=max_tokens)
+        bot = SimpleBot(system_prompt, model=model, stream_target=show if stream else None,
+                        model_settings={"max_tokens": max_tokens})
         reply = bot(message)
     except LlamabotError as exc:
         err_console.print(f"[red]error:[/red] {exc}")
@@ -197,10 +198,13 @@ def agent(
 ) -> None:
     """Answer a question with the reference agent graph (tools + the embedded model by default); each decision
     and tool call is shown on stderr as it happens, and the answer on stdout as the model writes it."""
+    import json
     from contextlib import ExitStack
 
     from llamabot.agents.agentbot import AgentBot
+    from llamabot.cli.approve import PAUSED_EXIT, interactive, terminal_approver
     from llamabot.errors import LlamabotError
+    from llamabot.graph.approval import ApprovalRequired
 
     tools = load_cli_tools(tool_specs or ([] if mcp_servers else ["llamabot.toolkits.calculator:CALCULATOR_TOOLS"]))
     servers = ExitStack()
@@ -210,9 +214,16 @@ def agent(
 
             tools += [t for server in mcp_servers for t in servers.enter_context(mcp_tools(server))]
         printer = None if quiet else step_printer()
-        bot = AgentBot(tools=tools, model_name=model, max_iterations=max_iterations,
-                       hooks=() if printer is None else (printer,))
+        approver = terminal_approver(console) if interactive() else None
+        bot = AgentBot(tools=tools, model=model, max_iterations=max_iterations,
+                       hooks=() if printer is None else (printer,), approver=approver)
         answer = bot(question)
+    except ApprovalRequired as exc:
+        calls = ", ".join(f"{r.tool}({json.dumps(r.arguments)})" for r in exc.requests)
+        err_console.print(f"[red]error:[/red] the run needs approval for {calls}, and no terminal is attached to "
+                          "ask; the tool did not run. Run the command in a terminal, or use a durable run "
+                          "(llamabot runs approve).", highlight=False)
+        raise typer.Exit(PAUSED_EXIT) from exc
     except (LlamabotError, ValueError, RuntimeError) as exc:
         err_console.print(f"[red]error:[/red] {exc}")
         if show_trace and "bot" in locals() and bot.last_trace is not None:

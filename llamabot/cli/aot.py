@@ -78,7 +78,7 @@ def aot(
             if not question:
                 raise typer.BadParameter("give a question, or --replay PLAN.json")
             try:
-                bot = AoTBot(tools, model_name=model, decisions=decisions,
+                bot = AoTBot(tools, model=model, decisions=decisions,
                              **_aot_options(max_replans, max_execution_replans, samples, temperature, subquestions,
                                            expressions))
             except ValueError as exc:

@@ -149,7 +149,7 @@ def tot_command(
 
     try:
         bot = ToTBot(
-            model, prompts=Game24Prompts(tries=tries, last_results=last_results, pair_steps=pair_steps) if is_game
+            model=model, prompts=Game24Prompts(tries=tries, last_results=last_results, pair_steps=pair_steps) if is_game
             else ToTPrompts(),
             goal_test=is_solution_path if (is_game and verify) else None,
             stream_target=on_piece if stream else None, on_step=on_step, max_tokens=max_tokens, **options,

@@ -22,15 +22,27 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from llamabot.graph.approval import (
+    APPROVER,
+    DECISIONS,
+    STATE_CLASSES,
+    ApprovalRequired,
+    PausedRun,
+    decisions_for,
+)
 from llamabot.graph.checkpoint import Checkpoint, CheckpointHook
-from llamabot.graph.codec import loads_state
+from llamabot.graph.codec import StateCodecError, loads_state
 from llamabot.graph.flow import AsyncFlow, Flow, GraphRoutingError, next_node, node_label
 from llamabot.graph.mermaid import MermaidDiagram, to_mermaid, walk
 from llamabot.observe.events import EventHook, RunEvent
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, run
 from llamabot.observe.usage import UsageLimits
+from llamabot.tools.approval import Approver, Decision
 from llamabot.tools.closing import Closing
+
+#: What a run continues from: a checkpoint (or its JSON), or a run paused for approval.
+Resumable = Checkpoint | str | PausedRun | ApprovalRequired
 
 
 class _RunScope(run):
@@ -45,8 +57,14 @@ class _RunScope(run):
     def __init__(self, bot: GraphBot, query: Any, options: dict[str, Any], hooks: Iterable[RunHooks],
                  trace: Trace | None, outcome: list[Any], restored: dict[str, Any] | None):
         limits = options.pop("usage_limits", None) or bot.usage_limits
+        values = bot.run_values(options)
+        approver = options.pop("approver", None) or bot.approver
+        if approver is not None:
+            values[APPROVER] = approver
+        if bot.state_classes:
+            values[STATE_CLASSES] = bot.state_classes
         run.__init__(self, type(bot).__name__, hooks=(*bot.hooks, *hooks) if hooks else bot.hooks,
-                     values=bot.run_values(options), trace=trace, limits=limits)
+                     values=values, trace=trace, limits=limits)
         self.attributes = bot.run_attributes(query) if restored is None else {"resumed": True}
         self.bot, self.outcome, self.query, self.options, self.restored = bot, outcome, query, options, restored
 
@@ -86,9 +104,17 @@ class GraphBot(Closing):
     #: yields it as ``token`` events with ``answer`` true (AgentBot: ``{"respond_to_user": "response"}``).
     answer_arguments: Mapping[str, str] = MappingProxyType({})
 
-    def __init__(self, *, hooks: Iterable[RunHooks] = (), usage_limits: UsageLimits | None = None):
+    def __init__(self, *, hooks: Iterable[RunHooks] = (), usage_limits: UsageLimits | None = None,
+                 approver: Approver | None = None):
         self.hooks: tuple[RunHooks, ...] = tuple(hooks)
+        if usage_limits is not None and not isinstance(usage_limits, UsageLimits):
+            raise TypeError(f"usage_limits must be a UsageLimits, got {type(usage_limits).__name__}")
+        if approver is not None and not callable(approver):
+            raise TypeError(f"approver must be a callable (request -> Decision or bool), got {type(approver).__name__}")
         self.usage_limits = usage_limits
+        #: Decides in-process on tool calls that require approval (see :mod:`llamabot.tools.approval`); without
+        #: one, a run pauses before them (:class:`~llamabot.graph.approval.ApprovalRequired`).
+        self.approver = approver
         self.last_trace: Trace | None = None
 
     # -- what a subclass provides ---------------------------------------------------------------------
@@ -165,6 +191,11 @@ class GraphBot(Closing):
             while (event := await events.get()) is not None:
                 yield event
             exc = task.exception()
+            if isinstance(exc, ApprovalRequired):
+                yield RunEvent("approval_required", trace.trace_id, {
+                    "requests": [r.to_dict() for r in exc.requests], "paused": exc.paused.to_json(),
+                    "usage": trace.usage.to_dict()})
+                raise exc
             if exc is not None:
                 yield RunEvent("error", trace.trace_id, {"error": f"{type(exc).__name__}: {exc}",
                                                          "usage": trace.usage.to_dict()})
@@ -192,25 +223,53 @@ class GraphBot(Closing):
             raise GraphRoutingError(f"{type(self).__name__} has {len(found)} nodes named {name!r}; cannot resume there")
         return found[0]
 
-    def _restore(self, checkpoint: Checkpoint | str) -> tuple[dict[str, Any], Any]:
-        if isinstance(checkpoint, str):
+    def _restore(self, checkpoint: Resumable, decisions: Mapping[str, Decision | bool] | None = None,
+                 ) -> tuple[dict[str, Any], Any]:
+        if isinstance(checkpoint, ApprovalRequired):
+            checkpoint = checkpoint.paused
+        decided = None
+        if isinstance(checkpoint, PausedRun):
+            decided = decisions_for(checkpoint, decisions)
+            checkpoint = checkpoint.checkpoint
+        elif decisions:
+            raise ValueError("decisions are given for a paused run: pass the PausedRun (or the ApprovalRequired "
+                             "error) the run paused with, not a plain checkpoint")
+        if not isinstance(checkpoint, Checkpoint):  # its JSON, or anything else: refused with StateCodecError
             checkpoint = Checkpoint.from_json(checkpoint)
         state = loads_state(checkpoint.state, allowed=self.state_classes)
-        return state, next_node(self.node_named(checkpoint.node), checkpoint.action)
+        action = self.restored_action(state, checkpoint.action)
+        if decided is not None:
+            if not isinstance(state, dict):
+                raise ValueError("the paused run's checkpoint holds no run state")
+            state[DECISIONS] = {**(state.get(DECISIONS) or {}), **decided}
+        return state, next_node(self.node_named(checkpoint.node), action)
 
-    def resume(self, checkpoint: Checkpoint | str, *, hooks: Iterable[RunHooks] = (), **options: Any) -> Any:
-        """Continue a run from ``checkpoint`` (or its JSON) and return its result; ``options`` give the live
-        values again (e.g. ``globals_dict``)."""
-        state, following = self._restore(checkpoint)
+    def restored_action(self, state: Any, action: str | None) -> str | None:
+        """Check the state a checkpoint gave back (``StateCodecError`` when it cannot be the run's state) and
+        return the action the run follows from the checkpoint's node (``action``, unless the subclass must
+        reroute: see ``AgentBot``)."""
+        if type(state) is not dict:
+            raise StateCodecError("state", f"a run's state is a dict, not a {type(state).__name__}")
+        return action
+
+    def resume(self, checkpoint: Resumable, decisions: Mapping[str, Decision | bool] | None = None, *,
+               hooks: Iterable[RunHooks] = (), **options: Any) -> Any:
+        """Continue a run from ``checkpoint`` (a :class:`Checkpoint` or its JSON) and return its result;
+        ``options`` give the live values again (e.g. ``globals_dict``). A run paused for approval continues from
+        its :class:`PausedRun` (or the :class:`ApprovalRequired` error) with ``decisions``: call id ->
+        ``Decision.approve()``, ``Decision.approve(arguments=...)``, ``Decision.reject(reason)`` (or
+        ``True``/``False``), one for every waiting call."""
+        state, following = self._restore(checkpoint, decisions)
         outcome: list[Any] = []
         with _RunScope(self, None, options, hooks, None, outcome, state):
             if following is not None:
                 self.flows(options)[0].run_from(following, state)
         return outcome[0]
 
-    async def aresume(self, checkpoint: Checkpoint | str, *, hooks: Iterable[RunHooks] = (), **options: Any) -> Any:
+    async def aresume(self, checkpoint: Resumable, decisions: Mapping[str, Decision | bool] | None = None, *,
+                      hooks: Iterable[RunHooks] = (), **options: Any) -> Any:
         """Async twin of :meth:`resume`."""
-        state, following = self._restore(checkpoint)
+        state, following = self._restore(checkpoint, decisions)
         outcome: list[Any] = []
         with _RunScope(self, None, options, hooks, None, outcome, state):
             if following is not None:

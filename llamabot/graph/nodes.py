@@ -18,14 +18,15 @@ from loguru import logger
 from llamabot.bot.toolbot import ToolBot, ToolBotReply
 from llamabot.errors import LlamabotError, excerpt
 from llamabot.graph.agent_state import PendingCall, answer_open_calls, conversation_window
+from llamabot.graph.approval import Gate, adecide_call, approval_gate, decide_call, pause_for_approval
 from llamabot.graph.decision import RESPOND, decide
 from llamabot.graph.flow import DualNode
 from llamabot.graph.parallel_calls import ParallelCalls, take_early
 from llamabot.models.messages import Message, tool_result, user
 from llamabot.models.seam import model_family
 from llamabot.observe.tracing import active_run, current_run, current_span
-from llamabot.tools.call import ToolOutcome, ainvoke_validated, invoke_validated
-from llamabot.tools.tool import DECIDE, Tool
+from llamabot.tools.call import ToolOutcome, ainvoke_validated, invoke_validated, shown
+from llamabot.tools.tool import DECIDE, Tool, as_tool, build_tool
 
 _NAME = attrgetter("name")
 
@@ -177,14 +178,20 @@ class DecideNode(DualNode):
                 pending.extend(decision.calls)
             else:  # the usual reply, one call: it runs now, nothing is queued
                 pending.append(decision.calls[0])
-        call: PendingCall = pending.pop(0)
+            call: PendingCall = pending.pop(0)
+            shared["func_call"] = call
+            # calls of tools that require approval: the run pauses here, before any call of this reply runs
+            pause_for_approval(shared, decision.calls, self.toolbot.tools, self.span_name, call.name)
+            return call.name
+        call = pending.pop(0)
         shared["func_call"] = call
         return call.name
 
 
 #: What a tool node's ``prep`` hands on: the call, its hidden-parameter context, the task that ran it early (async
 #: runs, see :mod:`parallel_calls`) and the calls of the same reply still queued behind it.
-ToolStep = tuple[PendingCall, "dict[str, Any] | None", Any, tuple[PendingCall, ...]]
+#: ``gate``: for a tool that requires approval, where its decision comes from (see :mod:`.approval`), else ``None``.
+ToolStep = tuple[PendingCall, "dict[str, Any] | None", Any, tuple[PendingCall, ...], "Gate | None"]
 
 
 class FuncNode(DualNode):
@@ -199,8 +206,11 @@ class FuncNode(DualNode):
     span_kind = "tool_call"
     span_category = "tool_call"
 
-    def __init__(self, tool: Tool, *, max_errors: int = 3, parallel: ParallelCalls | None = None):
+    def __init__(self, tool: Tool | Any, *, max_errors: int = 3, parallel: ParallelCalls | None = None):
         super().__init__()
+        if not isinstance(tool, Tool) and not isinstance(getattr(tool, "tool", None), Tool) and callable(tool):
+            tool = build_tool(tool)  # a plain typed function: described as @tool would (the function is unchanged)
+        tool = as_tool(tool)
         self.tool = tool
         self.name = self.span_name = tool.name
         self.loopback = tool.loopback_name or DECIDE  # where the flow goes after a failed call (and a non-terminal one)
@@ -226,7 +236,8 @@ class FuncNode(DualNode):
                 early = take_early(run, call)
                 if early is None and shared["_pending"]:
                     queued = tuple(shared["_pending"])
-        return call, context, early, queued
+        gate = approval_gate(shared, call) if self.tool.requires_approval else None
+        return call, context, early, queued, gate
 
     def span_attributes(self, prep_res: ToolStep) -> dict[str, Any] | None:
         call = prep_res[0]
@@ -237,21 +248,36 @@ class FuncNode(DualNode):
     # One tool-call logic (tools.call): validation already done by the decision, hidden parameters injected,
     # the tool's timeout and retry policy applied; on the async path sync tools run in worker threads.
     def exec(self, prep_res: ToolStep) -> ToolOutcome:
-        call, context, _, _ = prep_res
+        call, context, _, _, gate = prep_res
+        if gate is not None:
+            arguments = decide_call(self.tool, call, gate)
+            if isinstance(arguments, Exception):
+                return _not_run(arguments)
+            return invoke_validated(self.tool, arguments, context)
         return invoke_validated(self.tool, call.arguments, context)
+
+    async def _aexec_decided(self, call: PendingCall, context: dict[str, Any] | None, gate: Gate) -> ToolOutcome:
+        arguments = await adecide_call(self.tool, call, gate)
+        if isinstance(arguments, Exception):
+            return _not_run(arguments)
+        return await ainvoke_validated(self.tool, arguments, context)
 
     def exec_async(self, prep_res: ToolStep) -> Awaitable[ToolOutcome]:  # type: ignore[override]
         """The call to await: the early task, or ``ainvoke_validated``'s coroutine itself (not a coroutine of
         its own, as ``DecideNode.exec_async``)."""
-        call, context, early, queued = prep_res
+        call, context, early, queued, gate = prep_res
         if early is not None:
             return early
+        if gate is not None:  # a tool that requires approval never runs early (see parallel_calls)
+            return self._aexec_decided(call, context, gate)
         if queued:  # more calls of the same reply wait: start those that may run now (see parallel_calls)
             self.parallel.start(current_run(), current_span(), queued)  # type: ignore[union-attr]
         return ainvoke_validated(self.tool, call.arguments, context)
 
     def post(self, shared: dict[str, Any], prep_res: ToolStep, outcome: ToolOutcome) -> str | None:
         call = prep_res[0]
+        if not call.synthetic:  # the text the model is shown (bounded); a value that cannot be shown fails the call
+            outcome = shown(outcome, call.name)
         active = active_run()  # (the run, this step's span)
         log = active is None or active[0].log
         opened = active[1] if active is not None and prep_res[2] is None else None  # an early call wrote its own span
@@ -276,7 +302,7 @@ class FuncNode(DualNode):
         if opened is not None:
             opened.attributes["result"] = outcome.value
         if not call.synthetic:
-            memory.append(tool_result(call.id, call.name, outcome.value))
+            memory.append(tool_result(call.id, call.name, outcome.text))
         shared["_errors"] = 0
         if self.tool.loopback_name is not None:  # not terminal
             return self.loopback
@@ -287,3 +313,8 @@ class FuncNode(DualNode):
                 memory.append(tool_result(skipped.id, skipped.name, f"Not run: the run ended with {call.name}."))
         shared["_pending"].clear()
         return None
+
+
+def _not_run(error: Exception) -> ToolOutcome:
+    """The outcome of a call that did not run: rejected, or edited arguments that are invalid."""
+    return ToolOutcome(None, f"{type(error).__name__}: {error}", 0, 0.0, error)

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from llamabot.observe.tracing import Span
 
 EventKind = Literal["run_started", "node", "decision", "tool_started", "tool_finished", "token", "final_answer",
-                    "error"]
+                    "approval_required", "error"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -29,6 +29,9 @@ class RunEvent:
       of the final answer decoded from the arguments of a terminal tool as the model writes them (``answer``
       true: ``respond_to_user``'s ``response``; see ``GraphBot.answer_arguments``);
     - ``final_answer``: ``result``, ``usage`` (the run's requests, input/output tokens and cost, a dict);
+    - ``approval_required``: ``requests`` (the tool calls waiting for a decision: ``call_id``, ``tool``,
+      ``arguments``), ``paused`` (the :class:`~llamabot.graph.approval.PausedRun` as JSON, for ``bot.resume``),
+      ``usage``; the run paused (``astream`` then raises ``ApprovalRequired``);
     - ``error``: ``error`` (the run failed with this exception text), ``usage`` (what it spent until then).
     """
 

@@ -40,8 +40,8 @@ class Tool:
     ``loopback_name`` is the action a graph follows after the tool ran (``"decide"``), or ``None`` for a
     terminal tool whose result ends the run. ``timeout``: seconds one attempt may take (``None``: no limit);
     ``retry``: the retry policy (``None``: one attempt); ``blocking=False``: a sync tool that returns at once,
-    which async runs call on the event loop instead of in a worker thread. ``requires_approval=True``: a durable
-    run (:mod:`llamabot.durable`) pauses before each call of this tool until a person approves or rejects it.
+    which async runs call on the event loop instead of in a worker thread. ``requires_approval=True``: no run calls
+    this tool without a decision (see :mod:`llamabot.tools.approval`).
     ``afunc``: a coroutine twin of a sync ``func`` that async runs await instead (an MCP tool has both).
     ``schema_check``: set by :meth:`from_schema`: the arguments are checked against the JSON schema as given
     (it returns the problems found) instead of by the ``arguments`` model.
@@ -257,8 +257,9 @@ def tool(func: Any = None, **options: Any) -> Any:
     Use as ``@tool``, ``@tool(loopback_name=None)`` (terminal tool) or ``@tool(timeout=2.0, retries=3)``
     (each attempt may take 2 s; up to 3 more attempts, with exponential backoff, after an exception or a
     timeout). ``retry=Retry(...)`` sets the whole policy; ``blocking=False`` marks a sync tool that returns at
-    once (async runs then call it on the event loop); ``requires_approval=True`` makes a durable run wait for a
-    person's approval before each call; ``name=`` renames it. The options are those of
+    once (async runs then call it on the event loop); ``requires_approval=True``: the tool never runs without a
+    decision (a run pauses before it, an ``approver=`` decides, or a durable run waits for a person; see
+    :mod:`llamabot.tools.approval`); ``name=`` renames it. The options are those of
     :func:`build_tool`, which checks them. The function is returned unchanged except for three attributes:
     ``json_schema``, ``loopback_name`` and ``tool`` (the :class:`Tool`).
     """

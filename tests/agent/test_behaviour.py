@@ -14,7 +14,7 @@ from llamabot.toolkits.calculator import CALCULATOR_TOOLS, add, divide, multiply
 
 def test_agt_dec_010_tool_result_goes_back_to_the_model_and_a_terminal_tool_ends_the_run():
     model = ScriptedModel([tool_call("multiply", a=23, b=19), tool_call("respond_to_user", response="437")])
-    bot = AgentBot(tools=[multiply], model_name=model)
+    bot = AgentBot(tools=[multiply], model=model)
     assert bot("What is 23 * 19?") == "437"
     second = model.requests[1].messages
     assert [m["role"] for m in second] == ["system", "user", "assistant", "tool"]
@@ -25,7 +25,7 @@ def test_agt_dec_010_tool_result_goes_back_to_the_model_and_a_terminal_tool_ends
 
 def test_agt_dec_020_text_without_a_tool_call_is_routed_to_respond_to_user():
     model = ScriptedModel([text("It is 42.")])
-    bot = AgentBot(model_name=model)
+    bot = AgentBot(model=model)
     assert bot("q") == "It is 42."
     assert [s.name for s in bot.last_trace.of_kind("tool_call")] == ["respond_to_user"]
     assert bot.memory[-1] == {"role": "assistant", "content": "It is 42."}  # no orphan tool message
@@ -37,7 +37,7 @@ def test_agt_dec_020_text_without_a_tool_call_is_routed_to_respond_to_user():
 )
 def test_agt_dec_030_neither_tool_call_nor_text_raises_value_error_with_a_family_hint(model_name, hint, monkeypatch):
     model = ScriptedModel([empty()])
-    bot = AgentBot(model_name=model)
+    bot = AgentBot(model=model)
     if model_name:  # same scripted answers, seen as an Ollama model
         bot.decide_node.family = "ollama"
     with pytest.raises(ValueError, match="neither a tool call nor text") as info:
@@ -47,14 +47,14 @@ def test_agt_dec_030_neither_tool_call_nor_text_raises_value_error_with_a_family
 
 def test_agt_dec_040_invalid_json_is_shown_to_the_model_which_can_correct_it():
     model = ScriptedModel([malformed_tool_call("add", '{"a": 1,'), tool_call("add", a=1, b=2), tool_call("respond_to_user", response="3")])
-    assert AgentBot(tools=[add], model_name=model)("1+2") == "3"
+    assert AgentBot(tools=[add], model=model)("1+2") == "3"
     feedback = model.requests[1].messages[-1]
     assert feedback["role"] == "tool" and "not valid JSON" in feedback["content"] and '{"a": 1,' in feedback["content"]
 
 
 def test_agt_dec_040_repeated_invalid_calls_raise_value_error_naming_tool_and_arguments():
     model = ScriptedModel(responder=lambda r: malformed_tool_call("add", '{"a": oops}'))
-    bot = AgentBot(tools=[add], model_name=model, max_errors=2)
+    bot = AgentBot(tools=[add], model=model, max_errors=2)
     with pytest.raises(ValueError, match=r"""tool 'add' with arguments '\{"a": oops\}'"""):
         bot("1+2")
     assert len(model.requests) == 3  # the first try plus max_errors corrections, then it stops
@@ -64,28 +64,28 @@ def test_agt_dec_040_the_error_after_max_errors_quotes_a_bounded_excerpt_of_huge
     huge = '{"a": ' + "9" * 1_000_000
     model = ScriptedModel(responder=lambda r: malformed_tool_call("add", huge))
     with pytest.raises(ValueError, match="invalid tool calls in a row") as raised:
-        AgentBot(tools=[add], model_name=model, max_errors=1)("1+2")
+        AgentBot(tools=[add], model=model, max_errors=1)("1+2")
     message = str(raised.value)
     assert "tool 'add'" in message and "(1000006 chars)" in message and len(message) < 2_000
 
 
 def test_agt_dec_050_arguments_that_do_not_match_the_schema_are_shown_to_the_model():
     model = ScriptedModel([tool_call("add", a="one", b=2), tool_call("add", a=1, b=2), tool_call("respond_to_user", response="3")])
-    assert AgentBot(tools=[add], model_name=model)("1+2") == "3"
+    assert AgentBot(tools=[add], model=model)("1+2") == "3"
     feedback = model.requests[1].messages[-1]["content"]
     assert "invalid arguments for tool 'add'" in feedback and "a: Input should be a valid number" in feedback
 
 
 def test_agt_dec_060_unknown_tool_is_an_error_the_model_sees_and_corrects():
     model = ScriptedModel([tool_call("launch_rockets"), tool_call("respond_to_user", response="ok")])
-    assert AgentBot(tools=[add], model_name=model)("q") == "ok"
+    assert AgentBot(tools=[add], model=model)("q") == "ok"
     feedback = model.requests[1].messages[-1]["content"]
     assert "unknown tool 'launch_rockets'" in feedback and "add" in feedback
 
 
 def test_agt_dec_060_a_run_never_returns_a_stale_result():
     model = ScriptedModel([tool_call("respond_to_user", response="first answer")])
-    bot = AgentBot(tools=[add], model_name=model, max_errors=1)
+    bot = AgentBot(tools=[add], model=model, max_errors=1)
     assert bot("q1") == "first answer"
     model.queue(tool_call("nope"), tool_call("nope"))
     with pytest.raises(ValueError, match="unknown tool 'nope'"):
@@ -97,7 +97,7 @@ def test_agt_dec_070_several_calls_in_one_reply_run_without_a_new_model_call():
         tool_calls(("add", {"a": 1, "b": 2}), ("multiply", {"a": 3, "b": 4})),
         tool_call("respond_to_user", response="done"),
     ])
-    bot = AgentBot(tools=[add, multiply], model_name=model)
+    bot = AgentBot(tools=[add, multiply], model=model)
     assert bot("q") == "done"
     assert len(model.requests) == 2
     assert [s.name for s in bot.last_trace.of_kind("tool_call")] == ["add", "multiply", "respond_to_user"]
@@ -107,7 +107,7 @@ def test_agt_dec_070_several_calls_in_one_reply_run_without_a_new_model_call():
 
 def test_agt_dec_070_calls_queued_after_a_terminal_tool_are_closed_not_run():
     model = ScriptedModel([tool_calls(("respond_to_user", {"response": "bye"}), ("add", {"a": 1, "b": 1}))])
-    bot = AgentBot(tools=[add], model_name=model)
+    bot = AgentBot(tools=[add], model=model)
     assert bot("q") == "bye"
     assert [s.name for s in bot.last_trace.of_kind("tool_call")] == ["respond_to_user"]
     assert bot.memory[-1]["role"] == "tool" and bot.memory[-1]["content"].startswith("Not run")
@@ -117,7 +117,7 @@ def test_agt_dec_080_max_iterations_forces_respond_to_user():
     model = ScriptedModel(responder=lambda r: (
         tool_call("respond_to_user", response="best effort") if r.tool_choice != "required" else tool_call("add", a=1, b=1)
     ))
-    bot = AgentBot(tools=[add], model_name=model, max_iterations=3)
+    bot = AgentBot(tools=[add], model=model, max_iterations=3)
     assert bot("loop forever") == "best effort"
     assert len(model.requests) == 4
     forced = model.requests[-1]
@@ -131,7 +131,7 @@ def test_agt_dec_080_without_respond_to_user_exceeding_max_iterations_is_a_runti
         """Finish."""
         return answer
 
-    bot = AgentBot(tools=[add, finish], model_name=ScriptedModel(responder=lambda r: tool_call("add", a=1, b=1)),
+    bot = AgentBot(tools=[add, finish], model=ScriptedModel(responder=lambda r: tool_call("add", a=1, b=1)),
                    max_iterations=2)
     del bot.tools["respond_to_user"]
     bot.decide_node.final_toolbot = None
@@ -141,31 +141,31 @@ def test_agt_dec_080_without_respond_to_user_exceeding_max_iterations_is_a_runti
 
 def test_agt_dec_090_a_failing_tool_is_reported_to_the_model_and_bounded():
     model = ScriptedModel([tool_call("divide", a=1, b=0), tool_call("respond_to_user", response="cannot divide")])
-    bot = AgentBot(tools=[divide], model_name=model)
+    bot = AgentBot(tools=[divide], model=model)
     assert bot("1/0") == "cannot divide"
     assert "ZeroDivisionError: cannot divide by zero" in model.requests[1].messages[-1]["content"]
     assert bot.last_trace.of_kind("tool_call")[0].error.startswith("ZeroDivisionError")
 
-    always = AgentBot(tools=[divide], model_name=ScriptedModel(responder=lambda r: tool_call("divide", a=1, b=0)), max_errors=2)
+    always = AgentBot(tools=[divide], model=ScriptedModel(responder=lambda r: tool_call("divide", a=1, b=0)), max_errors=2)
     with pytest.raises(ToolExecutionError, match="tool 'divide' failed"):
         always("1/0")
 
 
 def test_agt_dec_100_ollama_models_use_auto_tool_choice_with_a_reminder():
-    bot = AgentBot(tools=[add], model_name="ollama_chat/qwen2.5")
+    bot = AgentBot(tools=[add], model="ollama_chat/qwen2.5")
     assert bot.decide_node.toolbot.tool_choice == "auto"
     assert "must answer by calling exactly one of the provided tools" in bot.decide_node.toolbot.system_prompt
 
 
 def test_agt_dec_110_embedded_models_force_a_tool_call():
-    bot = AgentBot(tools=[add], model_name="local/qwen2.5-coder-1.5b")
+    bot = AgentBot(tools=[add], model="local/qwen2.5-coder-1.5b")
     assert bot.decide_node.toolbot.tool_choice == "required"
 
 
 def test_agt_dec_120_return_object_to_user_reads_the_callers_globals():
     data = {"rows": [1, 2, 3]}
     model = ScriptedModel([tool_call("return_object_to_user", variable_name="data")])
-    assert AgentBot(model_name=model)("give me data", globals_dict={"data": data}) is data
+    assert AgentBot(model=model)("give me data", globals_dict={"data": data}) is data
 
 
 async def test_agt_dec_130_async_tools_are_awaited_by_the_async_agent():
@@ -175,11 +175,11 @@ async def test_agt_dec_130_async_tools_are_awaited_by_the_async_agent():
         return 2 * x
 
     model = ScriptedModel([tool_call("slow_double", x=21), tool_call("respond_to_user", response="42")])
-    assert await AsyncAgentBot(tools=[slow_double], model_name=model).arun("q") == "42"
+    assert await AsyncAgentBot(tools=[slow_double], model=model).arun("q") == "42"
     assert model.requests[1].messages[-1]["content"] == "42"
 
     sync_model = ScriptedModel([tool_call("slow_double", x=1), tool_call("respond_to_user", response="x")])
-    assert AgentBot(tools=[slow_double], model_name=sync_model)("q") == "x"
+    assert AgentBot(tools=[slow_double], model=sync_model)("q") == "x"
     assert "is async" in sync_model.requests[1].messages[-1]["content"]
 
 
@@ -194,7 +194,7 @@ def test_agt_calc_010_calculator_toolkit():
 
 def test_agt_dec_080_a_model_that_ignores_the_forced_answer_is_stopped():
     model = ScriptedModel(responder=lambda r: tool_call("add", a=1, b=1))  # never answers
-    bot = AgentBot(tools=[add], model_name=model, max_iterations=2)
+    bot = AgentBot(tools=[add], model=model, max_iterations=2)
     with pytest.raises(RuntimeError, match=r"did not call 'respond_to_user' \(or another terminal tool\) when asked"):
         bot("loop")
     assert len(model.requests) == 3  # two decisions, then the forced one
@@ -209,7 +209,7 @@ def test_agt_dec_090_a_failing_tool_with_a_custom_loopback_is_still_shown_to_the
         return x
 
     model = ScriptedModel([tool_call("flaky", x=1), tool_call("flaky", x=2), tool_call("respond_to_user", response="2")])
-    bot = AgentBot(tools=[flaky], model_name=model)
+    bot = AgentBot(tools=[flaky], model=model)
     assert bot.tool_nodes["flaky"].successors == {"review": bot.decide_node}
     assert bot("q") == "2"
     assert "ValueError: odd" in model.requests[1].messages[-1]["content"]
@@ -220,7 +220,7 @@ def test_agt_dec_140_mixed_valid_and_invalid_calls_run_the_valid_ones_and_report
         tool_calls(("add", {"a": 1, "b": 2}), ("nope", {})),
         tool_call("respond_to_user", response="3"),
     ])
-    assert AgentBot(tools=[add], model_name=model)("q") == "3"
+    assert AgentBot(tools=[add], model=model)("q") == "3"
     sent = model.requests[1].messages
     add_id, nope_id = (c["id"] for c in sent[2]["tool_calls"])
     results = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
@@ -236,10 +236,10 @@ def test_agt_dec_150_spans_of_bots_called_inside_a_tool_nest_under_the_tool_call
         """Ask another bot."""
         from llamabot import SimpleBot
 
-        return str(SimpleBot("expert", model_name=inner_model)(question))
+        return str(SimpleBot("expert", model=inner_model)(question))
 
     model = ScriptedModel([tool_call("ask_expert", question="why"), tool_call("respond_to_user", response="ok")])
-    bot = AgentBot(tools=[ask_expert], model_name=model)
+    bot = AgentBot(tools=[ask_expert], model=model)
     bot("q")
     by_id = {s.span_id: s for s in bot.last_trace.spans}
     inner_run = next(s for s in bot.last_trace.spans if s.name == "SimpleBot")
@@ -253,4 +253,4 @@ def test_agt_dec_080_any_terminal_tool_ends_a_forced_run():
         return "finished"
 
     model = ScriptedModel(responder=lambda r: tool_call("add", a=1, b=1) if r.tool_choice == "required" else tool_call("done"))
-    assert AgentBot(tools=[add, done], model_name=model, max_iterations=2)("q") == "finished"
+    assert AgentBot(tools=[add, done], model=model, max_iterations=2)("q") == "finished"

@@ -16,7 +16,7 @@ DEFAULT_NAMES = [t.tool.name for t in DEFAULT_TOOLS]
 
 
 def test_agt_graph_010_one_edge_per_tool_and_loopbacks_to_the_decision_node():
-    bot = AgentBot(tools=[add, multiply], model_name=ScriptedModel())
+    bot = AgentBot(tools=[add, multiply], model=ScriptedModel())
     decide = bot.flow.start_node
     assert isinstance(decide, DecideNode)
     assert sorted(decide.successors) == sorted([*DEFAULT_NAMES, "add", "multiply", "decide"])
@@ -36,7 +36,7 @@ def test_agt_graph_010_user_tool_replaces_a_default_of_the_same_name():
         """Answer with a confidence."""
         return f"{response} ({confidence})"
 
-    bot = AgentBot(tools=[respond_to_user], model_name=ScriptedModel([tool_call("respond_to_user", response="hi")]))
+    bot = AgentBot(tools=[respond_to_user], model=ScriptedModel([tool_call("respond_to_user", response="hi")]))
     assert bot.tools["respond_to_user"].func is respond_to_user
     assert bot("q") == "hi (1.0)"
 
@@ -48,7 +48,7 @@ def test_agt_graph_020_custom_decide_node_is_wired_to_the_same_tool_edges():
             return "add"
 
     custom = AlwaysAdd()
-    bot = AgentBot(tools=[add], model_name=ScriptedModel(), decide_node=custom)
+    bot = AgentBot(tools=[add], model=ScriptedModel(), decide_node=custom)
     assert bot.decide_node is custom and bot.flow.start_node is custom
     assert set(custom.successors) == {*DEFAULT_NAMES, "add", "decide"}
     assert custom.successors["add"].successors["decide"] is custom
@@ -63,8 +63,8 @@ def _pending(name, arguments):
 def test_agt_graph_030_two_bots_never_share_nodes_or_edges():
     model_a = ScriptedModel([tool_call("respond_to_user", response="from A")], name="a")
     model_b = ScriptedModel([tool_call("respond_to_user", response="from B")], name="b")
-    bot_a = AgentBot(tools=[add], model_name=model_a)
-    bot_b = AgentBot(tools=[add], model_name=model_b)
+    bot_a = AgentBot(tools=[add], model=model_a)
+    bot_b = AgentBot(tools=[add], model=model_b)
     nodes_a = {id(n) for n in [bot_a.decide_node, *bot_a.tool_nodes.values()]}
     nodes_b = {id(n) for n in [bot_b.decide_node, *bot_b.tool_nodes.values()]}
     assert nodes_a.isdisjoint(nodes_b)
@@ -85,7 +85,7 @@ def test_agt_graph_040_an_action_without_an_edge_raises_instead_of_ending_silent
 
 
 def test_agt_obs_030_mermaid_renders_every_tool_and_marks_terminals():
-    bot = AgentBot(tools=CALCULATOR_TOOLS, model_name=ScriptedModel())
+    bot = AgentBot(tools=CALCULATOR_TOOLS, model=ScriptedModel())
     source = str(bot.to_mermaid())
     assert source.startswith("flowchart LR")
     for name in [*DEFAULT_NAMES, "add", "subtract", "multiply", "divide", "power"]:

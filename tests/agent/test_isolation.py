@@ -19,7 +19,7 @@ from .helpers import add_then_respond
 
 def test_agt_iso_010_every_call_starts_with_fresh_counters_and_result():
     model = ScriptedModel(responder=add_then_respond)
-    bot = AgentBot(tools=[add], model_name=model, max_iterations=2)
+    bot = AgentBot(tools=[add], model=model, max_iterations=2)
     assert bot("add 1 and 1") == "2"
     assert bot("add 5 and 1") == "6"  # the second call is not cut off by the first call's iteration count
     assert [s.attributes.get("forced") for s in bot.last_trace.of_kind("decision")] == [False, False]
@@ -27,7 +27,7 @@ def test_agt_iso_010_every_call_starts_with_fresh_counters_and_result():
 
 def test_agt_iso_020_call_keeps_the_conversation_on_the_instance_and_reset_forgets_it():
     model = ScriptedModel(responder=add_then_respond)
-    bot = AgentBot(tools=[add], model_name=model)
+    bot = AgentBot(tools=[add], model=model)
     bot("add 1 and 1")
     bot("add 2 and 1")
     later = model.requests[-1].messages
@@ -39,7 +39,7 @@ def test_agt_iso_020_call_keeps_the_conversation_on_the_instance_and_reset_forge
 
 async def test_agt_iso_030_arun_is_stateless_unless_the_caller_passes_memory():
     model = ScriptedModel(responder=add_then_respond)
-    bot = AsyncAgentBot(tools=[add], model_name=model)
+    bot = AsyncAgentBot(tools=[add], model=model)
     await bot.arun("add 1 and 1")
     await bot.arun("add 2 and 1")
     assert [m["content"] for m in model.requests[-1].messages if m["role"] == "user"] == ["add 2 and 1"]
@@ -53,7 +53,7 @@ async def test_agt_iso_030_arun_is_stateless_unless_the_caller_passes_memory():
 
 async def test_agt_iso_040_a_thousand_concurrent_runs_on_one_bot_never_mix():
     model = ScriptedModel(responder=add_then_respond, latency_s=0.01, record=False)
-    bot = AsyncAgentBot(tools=[add], model_name=model)
+    bot = AsyncAgentBot(tools=[add], model=model)
     runs = await asyncio.gather(*(bot.arun_with_trace(f"add {i} and 1") for i in range(1000)))
     trace_ids = set()
     for i, (answer, trace) in enumerate(runs):
@@ -71,7 +71,7 @@ async def test_agt_iso_040_a_thousand_concurrent_runs_on_one_bot_never_mix():
 
 async def test_agt_iso_040_concurrent_runs_with_caller_memory_keep_separate_sessions():
     model = ScriptedModel(responder=add_then_respond, latency_s=0.005)
-    bot = AsyncAgentBot(tools=[add], model_name=model)
+    bot = AsyncAgentBot(tools=[add], model=model)
     sessions = [[] for _ in range(50)]
     await asyncio.gather(*(bot.arun(f"add {i} and 1", memory=s) for i, s in enumerate(sessions)))
     for i, session in enumerate(sessions):
@@ -81,7 +81,7 @@ async def test_agt_iso_040_concurrent_runs_with_caller_memory_keep_separate_sess
 
 def test_agt_iso_050_a_reused_bot_sends_a_bounded_history():
     model = ScriptedModel(responder=add_then_respond)
-    bot = AgentBot(tools=[add], model_name=model, history_limit=6)
+    bot = AgentBot(tools=[add], model=model, history_limit=6)
     for i in range(30):
         bot(f"add {i} and 1")
     sizes = [len(r.messages) for r in model.requests]
@@ -149,7 +149,7 @@ def test_agt_iso_050_the_window_is_the_longest_run_of_whole_turns_that_fits(case
 
 def test_agt_msg_010_the_model_sees_proper_chat_messages():
     model = ScriptedModel([tool_call("add", a=2, b=2), tool_call("respond_to_user", response="4")])
-    AgentBot(tools=[add], model_name=model, system_prompt="You add.")("2+2")
+    AgentBot(tools=[add], model=model, system_prompt="You add.")("2+2")
     first, second = model.requests
     assert first.messages == [{"role": "system", "content": "You add."}, {"role": "user", "content": "2+2"}]
     assert first.tool_choice == "required" and {t["function"]["name"] for t in first.tools} >= {"add", "respond_to_user"}

@@ -23,7 +23,7 @@ def run_calculation(model=None):
     model = model or ScriptedModel([
         tool_call("multiply", a=6, b=7), tool_call("divide", a=1, b=0), tool_call("respond_to_user", response="42"),
     ])
-    bot = AgentBot(tools=[multiply, divide], model_name=model)
+    bot = AgentBot(tools=[multiply, divide], model=model)
     return bot, bot("6*7 then 1/0")
 
 
@@ -119,7 +119,7 @@ def test_agt_obs_015_a_recorded_agent_run_replays_offline_to_the_same_answer():
 
 async def test_agt_obs_020_astream_yields_run_events_in_order():
     model = ScriptedModel([tool_call("add", a=1, b=2), tool_call("respond_to_user", response="3")])
-    bot = AsyncAgentBot(tools=[add], model_name=model)
+    bot = AsyncAgentBot(tools=[add], model=model)
     events = [e async for e in bot.astream("1+2")]
     assert "".join(e.data["delta"] for e in events if e.kind == "token") == "3"  # the answer as it was written
     events = [e for e in events if e.kind != "token"]
@@ -134,7 +134,7 @@ async def test_agt_obs_020_astream_yields_run_events_in_order():
 
 async def test_agt_obs_020_astream_reports_a_failed_run_then_raises():
     model = ScriptedModel([ConnectionError("provider down")])
-    bot = AsyncAgentBot(tools=[add], model_name=model)
+    bot = AsyncAgentBot(tools=[add], model=model)
     seen = []
     with pytest.raises(ConnectionError):
         async for event in bot.astream("1+2"):
@@ -174,7 +174,7 @@ async def test_agt_obs_025_a_failed_stream_reports_its_own_trace_id_and_closing_
 
     failing = ScriptedModel([ConnectionError("down")])
     slow = ScriptedModel(responder=lambda r: tool_call("add", a=1, b=1), latency_s=0.05)
-    bot_a = AsyncAgentBot(tools=[add], model_name=failing)
+    bot_a = AsyncAgentBot(tools=[add], model=failing)
     events = []
     with pytest.raises(ConnectionError):
         async for event in bot_a.astream("fails"):
@@ -182,7 +182,7 @@ async def test_agt_obs_025_a_failed_stream_reports_its_own_trace_id_and_closing_
     assert events[-1].kind == "error"
     assert events[-1].trace_id == bot_a.last_trace.trace_id
 
-    bot_b = AsyncAgentBot(tools=[add], model_name=slow)
+    bot_b = AsyncAgentBot(tools=[add], model=slow)
     stream = bot_b.astream("runs forever")
     first = await stream.__anext__()
     assert first.kind == "decision"

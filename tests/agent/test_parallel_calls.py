@@ -81,7 +81,7 @@ async def test_agt_par_010_calls_of_one_reply_run_at_once_and_their_results_keep
     model = ScriptedModel([tool_calls(("slow", {"n": 1}), ("slow", {"n": 2}), ("slow", {"n": 3})),
                            tool_call("respond_to_user", response="done")])
     memory: list[dict[str, Any]] = []
-    answer, trace = await AsyncAgentBot(tools=[slow], model_name=model).arun_with_trace("q", memory=memory)
+    answer, trace = await AsyncAgentBot(tools=[slow], model=model).arun_with_trace("q", memory=memory)
     assert answer == "done"
     assert tool_results(memory)[:3] == ["10", "20", "30"]  # in the order the model asked
     calls = model.requests[1].messages[2]["tool_calls"]
@@ -97,12 +97,12 @@ async def test_agt_par_010_calls_of_one_reply_run_at_once_and_their_results_keep
 async def test_agt_par_020_at_most_max_parallel_tools_calls_run_at_once():
     gauge = Gauge()
     model = ScriptedModel([reply("a", "b", "c", "d", "e"), tool_call("respond_to_user", response="ok")])
-    bot = AsyncAgentBot(tools=[async_tools(gauge)], model_name=model, max_parallel_tools=2)
+    bot = AsyncAgentBot(tools=[async_tools(gauge)], model=model, max_parallel_tools=2)
     assert await bot.arun("q") == "ok"
     assert gauge.most == 2
     gauge = Gauge()
     model = ScriptedModel([reply("a", "b", "c", "d", "e"), tool_call("respond_to_user", response="ok")])
-    assert await AsyncAgentBot(tools=[async_tools(gauge)], model_name=model).arun("q") == "ok"
+    assert await AsyncAgentBot(tools=[async_tools(gauge)], model=model).arun("q") == "ok"
     assert gauge.most == 5
 
 
@@ -122,12 +122,12 @@ async def test_agt_par_030_sync_runs_and_a_limit_of_one_keep_one_call_at_a_time(
 
     script = [tool_calls(("step", {"key": "a"}), ("step", {"key": "b"}), ("step", {"key": "c"})),
               tool_call("respond_to_user", response="ok")]
-    assert AgentBot(tools=[step], model_name=ScriptedModel(list(script)))("q") == "ok"
+    assert AgentBot(tools=[step], model=ScriptedModel(list(script)))("q") == "ok"
     assert gauge.order == ["start a", "end a", "start b", "end b", "start c", "end c"]
     gauge = Gauge()
     slow = async_tools(gauge)
     model = ScriptedModel([reply("a", "b", "c"), tool_call("respond_to_user", response="ok")])
-    assert await AsyncAgentBot(tools=[slow], model_name=model, max_parallel_tools=1).arun("q") == "ok"
+    assert await AsyncAgentBot(tools=[slow], model=model, max_parallel_tools=1).arun("q") == "ok"
     assert gauge.most == 1
 
 
@@ -136,7 +136,7 @@ async def test_agt_par_040_a_terminal_call_waits_its_turn_and_the_calls_after_it
     model = ScriptedModel([tool_calls(("fetch", {"key": "a"}), ("fetch", {"key": "b"}),
                                       ("respond_to_user", {"response": "early end"}), ("fetch", {"key": "c"}))])
     memory: list[dict[str, Any]] = []
-    assert await AsyncAgentBot(tools=[async_tools(gauge)], model_name=model).arun("q", memory=memory) == "early end"
+    assert await AsyncAgentBot(tools=[async_tools(gauge)], model=model).arun("q", memory=memory) == "early end"
     assert gauge.most == 2 and "start c" not in gauge.order
     assert tool_results(memory) == ["value of a", "value of b", "early end",
                                     "Not run: the run ended with respond_to_user."]
@@ -146,7 +146,7 @@ async def test_agt_par_050_a_failing_call_is_shown_to_the_model_in_its_place():
     gauge = Gauge()
     model = ScriptedModel([reply("a", "bad", "c"), tool_call("respond_to_user", response="ok")])
     memory: list[dict[str, Any]] = []
-    answer, trace = await AsyncAgentBot(tools=[async_tools(gauge)], model_name=model).arun_with_trace(
+    answer, trace = await AsyncAgentBot(tools=[async_tools(gauge)], model=model).arun_with_trace(
         "q", memory=memory)
     assert answer == "ok" and gauge.most == 3
     assert tool_results(memory)[:3] == ["value of a", "Error: KeyError: 'bad'", "value of c"]
@@ -183,7 +183,7 @@ async def test_agt_par_060_when_the_run_fails_calls_still_running_early_are_canc
         raise RuntimeError("broken for good")
 
     model = ScriptedModel([tool_calls(("broken", {"key": "x"}), ("hang", {"key": "y"}))])
-    bot = AsyncAgentBot(tools=[hang, broken], model_name=model, max_errors=0)
+    bot = AsyncAgentBot(tools=[hang, broken], model=model, max_errors=0)
     with pytest.raises(Exception, match="broken for good"):
         await asyncio.wait_for(bot.arun("q"), timeout=10)
     await asyncio.wait_for(cancelled.wait(), timeout=5)
@@ -194,7 +194,7 @@ async def test_agt_par_070_checkpointed_runs_and_tools_with_hidden_parameters_ru
     fetch = async_tools(gauge)
     saved = []
     model = ScriptedModel([reply("a", "b", "c"), tool_call("respond_to_user", response="ok")])
-    bot = AsyncAgentBot(tools=[fetch], model_name=model)
+    bot = AsyncAgentBot(tools=[fetch], model=model)
     assert await bot.arun("q", hooks=[bot.checkpoints(saved.append)]) == "ok"
     assert gauge.most == 1 and saved
 
@@ -215,7 +215,7 @@ async def test_agt_par_070_checkpointed_runs_and_tools_with_hidden_parameters_ru
     model = ScriptedModel([tool_calls(("look", {"key": "a"}), ("look", {"key": "b"})),
                            tool_call("respond_to_user", response="ok")])
     memory: list[dict[str, Any]] = []
-    assert await AsyncAgentBot(tools=[look], model_name=model).arun("q", memory=memory) == "ok"
+    assert await AsyncAgentBot(tools=[look], model=model).arun("q", memory=memory) == "ok"
     assert seen.most == 1
     assert tool_results(memory)[:2] == ["2", "3"]  # each saw the results before it, as in a sequential run
 
@@ -223,4 +223,4 @@ async def test_agt_par_070_checkpointed_runs_and_tools_with_hidden_parameters_ru
 def test_agt_par_080_the_limit_must_be_a_whole_number_of_at_least_one():
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="parallel tool call limit"):
-            AgentBot(max_parallel_tools=bad, model_name=ScriptedModel([]))
+            AgentBot(max_parallel_tools=bad, model=ScriptedModel([]))

@@ -78,7 +78,7 @@ class Recorder(RunHooks):
 def test_agt_run_010_hooks_see_run_node_model_and_tool_call_starts_and_ends_in_order():
     recorder = Recorder()
     model = ScriptedModel([tool_call("add", a=1, b=2), tool_call("respond_to_user", response="3")])
-    assert AgentBot(tools=[add], model_name=model, hooks=[recorder])("1+2") == "3"
+    assert AgentBot(tools=[add], model=model, hooks=[recorder])("1+2") == "3"
     assert recorder.calls == [
         ("run_start", "run", "AgentBot"),
         ("node_start", "decision", "decision"), ("model_start", "model_call", "model_call"),
@@ -93,7 +93,7 @@ def test_agt_run_010_hooks_see_run_node_model_and_tool_call_starts_and_ends_in_o
 
 def test_agt_run_015_hooks_given_to_one_run_are_told_only_about_that_run():
     recorder = Recorder()
-    bot = AgentBot(model_name=ScriptedModel(responder=lambda r: tool_call("respond_to_user", response="ok")))
+    bot = AgentBot(model=ScriptedModel(responder=lambda r: tool_call("respond_to_user", response="ok")))
     bot("first")
     bot.run_sync("second", hooks=[recorder])
     bot("third")
@@ -103,11 +103,11 @@ def test_agt_run_015_hooks_given_to_one_run_are_told_only_about_that_run():
 def test_agt_run_020_token_deltas_reach_hooks_and_astream():
     model = ScriptedModel(["The answer is 42"])
     recorder = Recorder()
-    AgentBot(model_name=model, hooks=[recorder])("q")
+    AgentBot(model=model, hooks=[recorder])("q")
     assert "".join(recorder.tokens) == "The answer is 42"
 
     async def stream():
-        bot = AsyncAgentBot(model_name=ScriptedModel(["Forty two"]))
+        bot = AsyncAgentBot(model=ScriptedModel(["Forty two"]))
         return [e async for e in bot.astream("q")]
 
     events = asyncio.run(stream())
@@ -116,8 +116,8 @@ def test_agt_run_020_token_deltas_reach_hooks_and_astream():
 
 
 def test_agt_run_030_every_graph_bot_has_the_same_surface():
-    bots = [AgentBot(model_name=ScriptedModel()), AoTBot(model_name=ScriptedModel()),
-            ToTBot(ScriptedModel()), AsyncANoTBot(ScriptedModel(), debug=0)]
+    bots = [AgentBot(model=ScriptedModel()), AoTBot(model=ScriptedModel()),
+            ToTBot(model=ScriptedModel()), AsyncANoTBot(model=ScriptedModel(), debug=0)]
     for bot in bots:
         assert isinstance(bot, GraphBot)
         for name in ("__call__", "arun", "astream", "to_mermaid"):
@@ -128,7 +128,7 @@ def test_agt_run_030_every_graph_bot_has_the_same_surface():
 
 
 def test_agt_run_035_async_agent_bot_called_like_a_function_runs_synchronously():
-    bot = AsyncAgentBot(model_name=ScriptedModel([tool_call("respond_to_user", response="sync")]))
+    bot = AsyncAgentBot(model=ScriptedModel([tool_call("respond_to_user", response="sync")]))
     assert bot("q") == "sync"
 
 
@@ -136,7 +136,7 @@ def test_agt_run_040_astream_works_on_every_pattern_and_ends_with_the_answer():
     from tests.reasoning.tot.helpers import oracle_model
 
     async def last_event():
-        bot = ToTBot(oracle_model(), branching_factor=3, max_depth=3,
+        bot = ToTBot(model=oracle_model(), branching_factor=3, max_depth=3,
                      prompts=__import__("llamabot.reasoning.tot", fromlist=["Game24Prompts"]).Game24Prompts())
         events = [e async for e in bot.astream("4 9 10 13")]
         return events
@@ -152,7 +152,7 @@ def assert_valid_for_strict_providers(memory):
 
 def test_agt_run_050_a_tool_execution_error_with_queued_calls_leaves_every_call_answered():
     model = ScriptedModel([tool_calls(("broken", {"x": 1}), ("add", {"a": 1, "b": 2}))])
-    bot = AgentBot(tools=[broken, add], model_name=model, max_errors=0)
+    bot = AgentBot(tools=[broken, add], model=model, max_errors=0)
     with pytest.raises(ToolExecutionError):
         bot("q")
     assert_valid_for_strict_providers(bot.memory)
@@ -163,7 +163,7 @@ def test_agt_run_050_a_tool_execution_error_with_queued_calls_leaves_every_call_
 def test_agt_run_055_a_forced_reply_with_a_non_terminal_call_leaves_it_answered():
     model = ScriptedModel([tool_call("echo", text="a"), tool_calls(("echo", {"text": "b"}),
                                                                     ("respond_to_user", {"response": "done"}))])
-    bot = AgentBot(tools=[echo], model_name=model, max_iterations=1)
+    bot = AgentBot(tools=[echo], model=model, max_iterations=1)
     assert bot("q") == "done"
     assert_valid_for_strict_providers(bot.memory)
     not_run = [m for m in bot.memory if m["role"] == "tool" and m["content"].startswith("Not run")]
@@ -172,7 +172,7 @@ def test_agt_run_055_a_forced_reply_with_a_non_terminal_call_leaves_it_answered(
 
 def test_agt_run_060_a_forced_reply_that_raises_leaves_every_call_answered():
     model = ScriptedModel([tool_call("echo", text="a"), tool_call("echo", text="b")])
-    bot = AgentBot(tools=[echo], model_name=model, max_iterations=1)
+    bot = AgentBot(tools=[echo], model=model, max_iterations=1)
     with pytest.raises(RuntimeError, match="did not call"):
         bot("q")
     assert_valid_for_strict_providers(bot.memory)
@@ -220,7 +220,7 @@ def test_agt_run_080_agent_run_state_is_data_only_and_round_trips_through_json()
             states.append((text, state.copy()))
 
     model = ScriptedModel([tool_call("multiply", a=6, b=7), tool_call("respond_to_user", response="42")])
-    AgentBot(tools=[multiply], model_name=model, hooks=[Snapshot()])("6*7")
+    AgentBot(tools=[multiply], model=model, hooks=[Snapshot()])("6*7")
     assert len(states) == 4
     for text, _ in states:
         assert dumps_state(loads_state(text)) == text
@@ -248,7 +248,7 @@ def test_agt_run_090_sync_tools_run_off_the_event_loop_in_async_runs():
             return tool_call("slow_lookup", key="k")
         return tool_call("respond_to_user", response=done[-1]["content"])
 
-    bot = AsyncAgentBot(tools=[slow_lookup], model_name=ScriptedModel(responder=script))
+    bot = AsyncAgentBot(tools=[slow_lookup], model=ScriptedModel(responder=script))
 
     async def ten():
         return await asyncio.gather(*(bot.arun(f"q{i}") for i in range(10)))
@@ -274,7 +274,7 @@ def test_agt_run_095_a_tool_timeout_is_shown_to_the_model_as_the_tool_result():
         return x
 
     model = ScriptedModel([tool_call("stuck", x=1), tool_call("respond_to_user", response="gave up")])
-    bot = AgentBot(tools=[stuck], model_name=model)
+    bot = AgentBot(tools=[stuck], model=model)
     assert bot("q") == "gave up"
     result = model.requests[1].messages[-1]
     assert result["role"] == "tool" and result["content"].startswith("Error: TimeoutError")

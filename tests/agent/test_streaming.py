@@ -29,7 +29,7 @@ def answer_tokens(events):
 
 async def test_agt_stream_010_astream_yields_the_answer_as_respond_to_user_arguments_are_written():
     model = ScriptedModel([tool_call("add", a=1, b=2), tool_call("respond_to_user", response=ANSWER)])
-    events = await events_of(AsyncAgentBot(tools=[add], model_name=model))
+    events = await events_of(AsyncAgentBot(tools=[add], model=model))
     tokens = [e for e in events if e.kind == "token"]
     assert len(tokens) > 5  # many pieces, not one
     assert answer_tokens(events) == ANSWER == events[-1].data["result"]
@@ -45,14 +45,14 @@ async def test_agt_stream_010_astream_yields_the_answer_as_respond_to_user_argum
 
 async def test_agt_stream_020_model_text_streams_as_tokens_that_are_not_marked_as_the_answer():
     model = ScriptedModel([text("I will answer now")])
-    events = await events_of(AsyncAgentBot(model_name=model))
+    events = await events_of(AsyncAgentBot(model=model))
     text_tokens = [e.data["delta"] for e in events if e.kind == "token" and not e.data["answer"]]
     assert "".join(text_tokens) == "I will answer now" and len(text_tokens) == 4
     assert events[-1].data["result"] == "I will answer now"
 
 
 async def test_agt_stream_030_concurrent_streams_on_one_bot_never_mix_tokens():
-    bot = AsyncAgentBot(model_name=ScriptedModel(
+    bot = AsyncAgentBot(model=ScriptedModel(
         responder=lambda request: tool_call("respond_to_user", response=f"answer to {request.last_user_text} " * 5)))
     streams = await asyncio.gather(*(events_of(bot, f"q{i}") for i in range(8)))
     for i, events in enumerate(streams):
@@ -61,7 +61,7 @@ async def test_agt_stream_030_concurrent_streams_on_one_bot_never_mix_tokens():
 
 
 async def test_agt_stream_040_a_bot_called_inside_a_tool_streams_nothing_into_the_outer_stream():
-    inner = AgentBot(model_name=ScriptedModel([tool_call("respond_to_user", response="inner secret")]))
+    inner = AgentBot(model=ScriptedModel([tool_call("respond_to_user", response="inner secret")]))
 
     @tool
     def ask(question: str) -> str:
@@ -73,7 +73,7 @@ async def test_agt_stream_040_a_bot_called_inside_a_tool_streams_nothing_into_th
         return inner(question)
 
     model = ScriptedModel([tool_call("ask", question="x"), tool_call("respond_to_user", response="outer")])
-    events = await events_of(AsyncAgentBot(tools=[ask], model_name=model))
+    events = await events_of(AsyncAgentBot(tools=[ask], model=model))
     assert answer_tokens(events) == "outer"
 
 
@@ -81,7 +81,7 @@ def test_agt_stream_050_hooks_see_every_piece_of_every_tool_call_and_sync_runs_s
     pieces: list[tuple[str, ToolCallDelta]] = []
     hook = CallbackHook(on_tool_call_delta=lambda span, delta: pieces.append((span.kind, delta)))
     model = ScriptedModel([tool_call("add", a=1, b=2), tool_call("respond_to_user", response="3")])
-    assert AgentBot(tools=[add], model_name=model, hooks=[hook])("1+2") == "3"
+    assert AgentBot(tools=[add], model=model, hooks=[hook])("1+2") == "3"
     assert {kind for kind, _ in pieces} == {"model_call"}
     by_tool: dict[str, str] = {}
     current = None
@@ -169,7 +169,7 @@ async def test_agt_stream_090_through_litellm_the_answer_streams_from_a_real_ser
     pieces = [arguments[i:i + 5] for i in range(0, len(arguments), 5)]
     server = sse_server(pieces, "respond_to_user")
     try:
-        bot = AsyncAgentBot(model_name="openai/test-model", api_base=f"http://127.0.0.1:{server.server_port}/v1",
+        bot = AsyncAgentBot(model="openai/test-model", api_base=f"http://127.0.0.1:{server.server_port}/v1",
                             api_key="not-a-secret")
         events = await events_of(bot, "q")
     finally:
@@ -182,7 +182,7 @@ async def test_agt_stream_090_through_litellm_the_answer_streams_from_a_real_ser
 
 @pytest.mark.local_model
 async def test_agt_stream_110_the_embedded_model_streams_the_answer_as_it_writes_the_call(local_model_name):
-    bot = AsyncAgentBot(model_name=local_model_name, max_iterations=2)
+    bot = AsyncAgentBot(model=local_model_name, max_iterations=2)
     events = await events_of(bot, "Greet me in one short sentence.")
     answer = events[-1].data["result"]
     pieces = [e.data["delta"] for e in events if e.kind == "token" and e.data["answer"]]

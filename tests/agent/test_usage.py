@@ -35,7 +35,7 @@ def script():
 
 
 def test_agt_use_010_a_run_totals_requests_tokens_and_cost_on_its_trace_its_run_span_and_the_final_event():
-    bot = AgentBot(tools=[multiply, add], model_name=ScriptedModel(script()))
+    bot = AgentBot(tools=[multiply, add], model=ScriptedModel(script()))
     answer, trace = bot.run_sync("23*19+1?")
     assert answer == "438"
     assert trace.usage == RunUsage(3, 450, 30, pytest.approx(0.006))
@@ -48,7 +48,7 @@ def test_agt_use_010_a_run_totals_requests_tokens_and_cost_on_its_trace_its_run_
     assert Trace.from_dict(exported).usage == trace.usage
 
     async def stream():
-        streamed = AsyncAgentBot(tools=[multiply, add], model_name=ScriptedModel(script()))
+        streamed = AsyncAgentBot(tools=[multiply, add], model=ScriptedModel(script()))
         return [e async for e in streamed.astream("23*19+1?")]
 
     final = asyncio.run(stream())[-1]
@@ -58,14 +58,14 @@ def test_agt_use_010_a_run_totals_requests_tokens_and_cost_on_its_trace_its_run_
 
 def test_agt_use_020_cost_stays_none_when_no_provider_reports_one():
     replies = [costed(r, 10, 1, None) for r in script()]
-    _, trace = AgentBot(tools=[multiply, add], model_name=ScriptedModel(replies)).run_sync("q")
+    _, trace = AgentBot(tools=[multiply, add], model=ScriptedModel(replies)).run_sync("q")
     assert trace.usage.cost is None and trace.usage.requests == 3
     assert "$" not in trace.usage.describe()
 
 
 def test_agt_use_030_max_requests_stops_the_run_before_the_request_that_would_exceed_it():
     model = ScriptedModel(script())
-    bot = AgentBot(tools=[multiply, add], model_name=model, usage_limits=UsageLimits(max_requests=2))
+    bot = AgentBot(tools=[multiply, add], model=model, usage_limits=UsageLimits(max_requests=2))
     with pytest.raises(UsageLimitExceeded) as info:
         bot("23*19+1?")
     error = info.value
@@ -87,12 +87,12 @@ def test_agt_use_030_max_requests_stops_the_run_before_the_request_that_would_ex
 def test_agt_use_040_token_and_cost_limits_stop_the_run_once_the_total_has_reached_them(limits, name, sent):
     model = ScriptedModel(script())
     with pytest.raises(UsageLimitExceeded) as info:
-        AgentBot(tools=[multiply, add], model_name=model)("q", usage_limits=limits)
+        AgentBot(tools=[multiply, add], model=model)("q", usage_limits=limits)
     assert info.value.limit == name and len(model.requests) == sent
 
 
 def test_agt_use_050_a_run_option_replaces_the_bot_limits_and_concurrent_runs_count_separately():
-    bot = AsyncAgentBot(tools=[multiply, add], model_name=ScriptedModel(responder=_answer),
+    bot = AsyncAgentBot(tools=[multiply, add], model=ScriptedModel(responder=_answer),
                         usage_limits=UsageLimits(max_requests=1))
 
     async def main():
@@ -113,7 +113,7 @@ def _answer(request):
 
 
 def test_agt_use_060_a_bot_run_inside_a_tool_shares_the_outer_run_usage_and_limits():
-    inner = AgentBot(model_name=ScriptedModel([tool_call("respond_to_user", response="inner")] * 3))
+    inner = AgentBot(model=ScriptedModel([tool_call("respond_to_user", response="inner")] * 3))
 
     @tool
     def ask_inner(question: str) -> str:
@@ -126,7 +126,7 @@ def test_agt_use_060_a_bot_run_inside_a_tool_shares_the_outer_run_usage_and_limi
 
     outer_model = ScriptedModel([tool_call("ask_inner", question="x"), tool_call("ask_inner", question="y"),
                                  tool_call("respond_to_user", response="outer")])
-    outer = AgentBot(tools=[ask_inner], model_name=outer_model)
+    outer = AgentBot(tools=[ask_inner], model=outer_model)
     answer, trace = outer.run_sync("q")
     assert answer == "outer" and trace.usage.requests == 5  # 3 outer decisions + 2 inner ones
     nested = [s for s in trace.spans if s.category == "run" and s.parent_id is not None]
@@ -135,7 +135,7 @@ def test_agt_use_060_a_bot_run_inside_a_tool_shares_the_outer_run_usage_and_limi
     # failure is shown to the model, which has no requests left either
     outer_model = ScriptedModel([tool_call("ask_inner", question="x"), tool_call("respond_to_user", response="r")])
     with pytest.raises(UsageLimitExceeded):
-        AgentBot(tools=[ask_inner], model_name=outer_model)("q", usage_limits=UsageLimits(max_requests=1))
+        AgentBot(tools=[ask_inner], model=outer_model)("q", usage_limits=UsageLimits(max_requests=1))
 
 
 @pytest.mark.parametrize("bad", [dict(max_requests=-1), dict(max_tokens=1.5), dict(max_cost="1"),
@@ -152,9 +152,9 @@ def test_agt_use_080_every_graph_bot_obeys_limits_given_to_a_run_or_set_on_the_b
     invalid_plan = {"atoms": [{"id": 1, "kind": "tool", "name": "sqrt", "input": {"x": 4}, "dependsOn": []}]}
     model = ScriptedModel([json_reply(invalid_plan)] * 6)
     with pytest.raises(UsageLimitExceeded) as info:
-        AoTBot(model_name=model, max_replans=5)("q", usage_limits=UsageLimits(max_requests=2))
+        AoTBot(model=model, max_replans=5)("q", usage_limits=UsageLimits(max_requests=2))
     assert info.value.usage.requests == 2 and len(model.requests) == 2
-    bot = AoTBot(model_name=ScriptedModel([json_reply(invalid_plan)] * 6), max_replans=5)
+    bot = AoTBot(model=ScriptedModel([json_reply(invalid_plan)] * 6), max_replans=5)
     bot.usage_limits = UsageLimits(max_requests=3)
     with pytest.raises(UsageLimitExceeded):
         bot("q")

@@ -52,7 +52,7 @@ def lookup(key: str) -> str:
 
 def test_bot_simple_010_sends_system_prompt_then_user_messages_and_returns_the_text():
     model = ScriptedModel(["Bonjour"])
-    reply = SimpleBot("Be brief.", model_name=model, temperature=0.1)("Say hello", "in French")
+    reply = SimpleBot("Be brief.", model=model, temperature=0.1)("Say hello", "in French")
     assert str(reply) == "Bonjour"
     sent = model.requests[0]
     assert sent.messages == [
@@ -65,19 +65,19 @@ def test_bot_simple_010_sends_system_prompt_then_user_messages_and_returns_the_t
 
 def test_bot_simple_020_empty_reply_is_a_typed_error():
     with pytest.raises(ModelCallError, match="empty reply"):
-        SimpleBot("s", model_name=ScriptedModel([empty()]))("hi")
+        SimpleBot("s", model=ScriptedModel([empty()]))("hi")
 
 
 def test_bot_simple_030_streams_to_the_target_and_keeps_a_trace():
     pieces: list[str] = []
-    bot = SimpleBot("s", model_name=ScriptedModel(["a b c"]), stream_target=pieces.append)
+    bot = SimpleBot("s", model=ScriptedModel(["a b c"]), stream_target=pieces.append)
     assert str(bot("hi")) == "a b c" and "".join(pieces) == "a b c"
     assert [s.kind for s in bot.last_trace.spans] == ["run", "model_call"]
 
 
 async def test_bot_simple_040_async_twin_gives_the_same_answer():
     model = ScriptedModel(["same"])
-    assert str(await AsyncSimpleBot("s", model_name=model)("hi")) == "same"
+    assert str(await AsyncSimpleBot("s", model=model)("hi")) == "same"
 
 
 # -- StructuredBot ----------------------------------------------------------------------------------
@@ -85,7 +85,7 @@ async def test_bot_simple_040_async_twin_gives_the_same_answer():
 
 def test_bot_struct_010_returns_a_validated_instance_and_asks_for_the_schema():
     model = ScriptedModel([json_reply({"name": "Ada", "age": 36})])
-    person = StructuredBot("Extract.", Person, model_name=model)("Ada is 36")
+    person = StructuredBot("Extract.", Person, model=model)("Ada is 36")
     assert person == Person(name="Ada", age=36)
     fmt = model.requests[0].response_format
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["schema"]["required"] == ["name", "age"]
@@ -93,7 +93,7 @@ def test_bot_struct_010_returns_a_validated_instance_and_asks_for_the_schema():
 
 def test_bot_struct_020_invalid_output_is_sent_back_with_the_errors():
     model = ScriptedModel([text('{"name": "Ada", "age": "old"}'), json_reply({"name": "Ada", "age": 36})])
-    assert StructuredBot("Extract.", Person, model_name=model)("Ada is 36").age == 36
+    assert StructuredBot("Extract.", Person, model=model)("Ada is 36").age == 36
     repair = model.requests[1].messages
     assert repair[-2] == {"role": "assistant", "content": '{"name": "Ada", "age": "old"}'}
     assert "age" in repair[-1]["content"] and "valid integer" in repair[-1]["content"]
@@ -102,7 +102,7 @@ def test_bot_struct_020_invalid_output_is_sent_back_with_the_errors():
 def test_bot_struct_030_gives_up_after_bounded_repairs_with_the_last_raw_output():
     model = ScriptedModel(["not json", "{}", '{"name": 1}'])
     with pytest.raises(StructuredOutputError) as info:
-        StructuredBot("Extract.", Person, model_name=model, max_repairs=2)("x")
+        StructuredBot("Extract.", Person, model=model, max_repairs=2)("x")
     assert info.value.attempts == 3 and info.value.raw_output == '{"name": 1}'
     assert any("age" in e for e in info.value.errors)
     assert len(model.requests) == 3
@@ -110,13 +110,13 @@ def test_bot_struct_030_gives_up_after_bounded_repairs_with_the_last_raw_output(
 
 def test_bot_struct_040_fenced_json_and_empty_replies():
     model = ScriptedModel([empty(), text('Here:\n```json\n{"name": "Bo", "age": 2}\n```')])
-    assert StructuredBot("Extract.", Person, model_name=model)("x").name == "Bo"
+    assert StructuredBot("Extract.", Person, model=model)("x").name == "Bo"
     assert "empty" in model.requests[1].messages[-1]["content"]
 
 
 async def test_bot_struct_050_async_twin_repairs_too():
     model = ScriptedModel(['{"name": "Ada"}', json_reply({"name": "Ada", "age": 1, "role": "ops"})])
-    person = await AsyncStructuredBot("Extract.", Person, model_name=model)("x")
+    person = await AsyncStructuredBot("Extract.", Person, model=model)("x")
     assert person.role == "ops" and len(model.requests) == 2
 
 
@@ -125,7 +125,7 @@ async def test_bot_struct_050_async_twin_repairs_too():
 
 def test_bot_tool_010_offers_tool_schemas_and_requires_a_call_by_default():
     model = ScriptedModel([tool_call("add", a=1, b=2)])
-    reply = ToolBot("Pick a tool.", model_name=model, tools=[add, lookup])("What is 1+2?")
+    reply = ToolBot("Pick a tool.", model=model, tools=[add, lookup])("What is 1+2?")
     sent = model.requests[0]
     assert sent.tool_choice == "required"
     assert [t["function"]["name"] for t in sent.tools] == ["add", "lookup"]
@@ -136,7 +136,7 @@ def test_bot_tool_010_offers_tool_schemas_and_requires_a_call_by_default():
 
 def test_bot_tool_020_builds_proper_chat_messages_with_tool_calls_and_tool_results():
     model = ScriptedModel([tool_call("add", a=1, b=2), tool_call("lookup", key="3")])
-    bot = ToolBot("Pick a tool.", model_name=model, tools=[add, lookup])
+    bot = ToolBot("Pick a tool.", model=model, tools=[add, lookup])
     memory: list = ["What is 1+2?"]
     first = bot(*memory)
     memory += [first.message, tool_result(first.first.id, "add", add(**first.first.arguments))]
@@ -149,21 +149,21 @@ def test_bot_tool_020_builds_proper_chat_messages_with_tool_calls_and_tool_resul
 
 def test_bot_tool_030_a_call_written_as_json_text_is_recognised_and_gets_an_id():
     model = ScriptedModel([text('<tool_call>{"name": "add", "arguments": {"a": 2, "b": 2}}</tool_call>')])
-    reply = ToolBot("s", model_name=model, tools=[add])("2+2?")
+    reply = ToolBot("s", model=model, tools=[add])("2+2?")
     assert reply.from_text and reply.content is None
     assert reply.first.arguments == {"a": 2, "b": 2}
     assert reply.message["tool_calls"][0]["id"] == reply.first.id
 
 
 def test_bot_tool_040_unknown_tool_is_reported_not_raised():
-    reply = ToolBot("s", model_name=ScriptedModel([tool_call("delete_everything")]), tools=[add])("x")
+    reply = ToolBot("s", model=ScriptedModel([tool_call("delete_everything")]), tools=[add])("x")
     assert not reply.first.ok and "unknown tool 'delete_everything'" in reply.first.error
     assert "add" in reply.first.error  # the model is told what exists
 
 
 def test_bot_tool_050_invalid_arguments_are_reported_with_tool_and_raw_text():
     model = ScriptedModel([malformed_tool_call("add", '{"a": 1,'), tool_call("add", a="x", b=1)])
-    bot = ToolBot("s", model_name=model, tools=[add])
+    bot = ToolBot("s", model=model, tools=[add])
     broken = bot("x").first
     assert broken.arguments is None and "not valid JSON" in broken.error and '{"a": 1,' in broken.error
     wrong = bot("x").first
@@ -172,23 +172,23 @@ def test_bot_tool_050_invalid_arguments_are_reported_with_tool_and_raw_text():
 
 def test_bot_tool_060_several_calls_in_one_reply_are_all_returned():
     model = ScriptedModel([tool_calls(("add", {"a": 1, "b": 1}), ("lookup", {"key": "k"}))])
-    reply = ToolBot("s", model_name=model, tools=[add, lookup])("x")
+    reply = ToolBot("s", model=model, tools=[add, lookup])("x")
     assert [c.name for c in reply.tool_calls] == ["add", "lookup"]
     assert len(reply.message["tool_calls"]) == 2
 
 
 def test_bot_tool_070_ollama_models_get_auto_choice_and_a_reminder():
-    bot = ToolBot("Pick.", model_name="ollama_chat/qwen2.5", tools=[add])
+    bot = ToolBot("Pick.", model="ollama_chat/qwen2.5", tools=[add])
     assert bot.tool_choice == "auto" and bot.system_prompt == "Pick." + OLLAMA_TOOL_REMINDER
-    assert ToolBot("Pick.", model_name="local/qwen2.5-coder-1.5b", tools=[add]).tool_choice == "required"
+    assert ToolBot("Pick.", model="local/qwen2.5-coder-1.5b", tools=[add]).tool_choice == "required"
 
 
 def test_bot_tool_080_a_named_tool_choice_forces_that_tool():
     model = ScriptedModel([tool_call("lookup", key="k")])
-    ToolBot("s", model_name=model, tools=[add, lookup], tool_choice="lookup")("x")
+    ToolBot("s", model=model, tools=[add, lookup], tool_choice="lookup")("x")
     assert model.requests[0].tool_choice == {"type": "function", "function": {"name": "lookup"}}
     with pytest.raises(ValueError, match="tool_choice"):
-        ToolBot("s", model_name=model, tools=[add], tool_choice="nope")
+        ToolBot("s", model=model, tools=[add], tool_choice="nope")
 
 
 def test_bot_tool_090_rejects_undecorated_functions():
@@ -196,12 +196,12 @@ def test_bot_tool_090_rejects_undecorated_functions():
         return x
 
     with pytest.raises(TypeError, match="@tool"):
-        ToolBot("s", model_name=ScriptedModel(), tools=[plain])
+        ToolBot("s", model=ScriptedModel(), tools=[plain])
 
 
 async def test_bot_tool_100_async_twin_parses_the_same_way():
     model = ScriptedModel([tool_call("add", a=5, b=6)])
-    reply = await AsyncToolBot("s", model_name=model, tools=[add])("x")
+    reply = await AsyncToolBot("s", model=model, tools=[add])("x")
     assert reply.first.arguments == {"a": 5, "b": 6}
 
 
@@ -210,6 +210,6 @@ def test_bot_exchange_is_the_public_generator_both_drivers_run():
         value: int
 
     model = ScriptedModel([json_reply({"value": "x"}), json_reply({"value": 3})])
-    bot = StructuredBot("sys", Answer, model)
+    bot = StructuredBot("sys", Answer, model=model)
     assert run_exchange(bot.exchange("what?"), model) == Answer(value=3)  # the repair loop ran inside
     assert len(model.requests) == 2

@@ -87,9 +87,9 @@ class ConversationModel:
 
 def make_agent() -> AgentBot:
     """An agent that records ``$DURABLE_CALLS`` (default 3) side effects, then answers."""
-    return AgentBot(tools=[record], model_name=ConversationModel(int(os.environ.get("DURABLE_CALLS", "3"))))
+    return AgentBot(tools=[record], model=ConversationModel(int(os.environ.get("DURABLE_CALLS", "3"))))
 
 
 def make_approval_agent() -> AgentBot:
     """An agent whose first call is ``transfer`` (approval needed), then one ``record``."""
-    return AgentBot(tools=[record, transfer], model_name=ConversationModel(1, transfer=True))
+    return AgentBot(tools=[record, transfer], model=ConversationModel(1, transfer=True))

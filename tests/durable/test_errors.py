@@ -89,7 +89,7 @@ def tag(labels: set[str]) -> str:
 def make_set_agent() -> AgentBot:
     from llamabot.models.scripted import ScriptedModel, text, tool_call
 
-    return AgentBot(tools=[tag], model_name=ScriptedModel([tool_call("tag", labels=["a"]), text("gave up")]))
+    return AgentBot(tools=[tag], model=ScriptedModel([tool_call("tag", labels=["a"]), text("gave up")]))
 
 
 def test_dur_err_050_tool_arguments_that_cannot_be_stored_are_shown_to_the_model(tmp_path, files):
@@ -136,7 +136,7 @@ def test_dur_err_060_query_and_options_must_be_json(tmp_path):
 
 def test_dur_err_070_factories_another_process_cannot_rebuild():
     with pytest.raises(BotFactoryError, match="module-level"):
-        Durable(lambda: AgentBot(model_name=ConversationModel()))
+        Durable(lambda: AgentBot(model=ConversationModel()))
     with pytest.raises(BotFactoryError, match="module:attr"):
         Durable("no_colon_here")
     with pytest.raises(BotFactoryError, match="cannot load"):

@@ -10,7 +10,7 @@ from tests.durable.agents import make_agent
 
 
 def make_aot() -> AoTBot:
-    return AoTBot(expressions=False, model_name=ScriptedModel([json_reply(EXAMPLE_PLAN)]))
+    return AoTBot(expressions=False, model=ScriptedModel([json_reply(EXAMPLE_PLAN)]))
 
 
 def test_dur_run_010_same_answer_as_in_memory_with_every_call_a_step(db_url, files):
@@ -63,7 +63,7 @@ def make_tot():
     from llamabot.reasoning.tot.graph import ToTBot
     from tests.reasoning.tot.helpers import oracle_model
 
-    return ToTBot(oracle_model(), prompts=Game24Prompts(), min_depth=3, max_depth=3)
+    return ToTBot(model=oracle_model(), prompts=Game24Prompts(), min_depth=3, max_depth=3)
 
 
 def test_dur_step_020_tot_model_calls_are_steps(tmp_path):
@@ -80,7 +80,7 @@ def make_anot():
     from llamabot.reasoning.anot import ANoTBot
     from tests.reasoning.anot.helpers import three_phase_responder
 
-    return ANoTBot(ScriptedModel(responder=three_phase_responder()), debug=0)
+    return ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=0)
 
 
 def test_dur_step_020_anot_phase_calls_and_phase3_steps_are_steps(tmp_path):

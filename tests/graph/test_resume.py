@@ -34,21 +34,21 @@ def agent_script(request: ModelRequest):
 
 
 def agent_bot():
-    return AgentBot(tools=[add, multiply], model_name=ScriptedModel(responder=agent_script))
+    return AgentBot(tools=[add, multiply], model=ScriptedModel(responder=agent_script))
 
 
 def aot_bot():
-    return AoTBot(expressions=False, model_name=ScriptedModel(responder=lambda request: json_reply(EXAMPLE_PLAN)))
+    return AoTBot(expressions=False, model=ScriptedModel(responder=lambda request: json_reply(EXAMPLE_PLAN)))
 
 
 def tot_bot():
     # no wall-clock budget: a resumed search must not see less time than the uninterrupted one
-    return ToTBot(ScriptedModel(responder=game24_oracle), prompts=Game24Prompts(), branching_factor=3, max_depth=3,
+    return ToTBot(model=ScriptedModel(responder=game24_oracle), prompts=Game24Prompts(), branching_factor=3, max_depth=3,
                   max_duration_ms=None)  # no wall-clock budget: a resumed search has as much time
 
 
 def anot_bot():
-    return ANoTBot(ScriptedModel(responder=three_phase_responder()), debug=0)
+    return ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=0)
 
 
 PATTERNS = {
@@ -104,7 +104,7 @@ def test_agt_state_040_a_resumed_agent_run_does_not_repeat_completed_tool_calls(
         return a + b
 
     def make():
-        return AgentBot(tools=[add, multiply], model_name=ScriptedModel(responder=agent_script))
+        return AgentBot(tools=[add, multiply], model=ScriptedModel(responder=agent_script))
 
     bot = make()
     saved: list[Checkpoint] = []
@@ -120,12 +120,12 @@ def test_agt_state_045_resuming_from_the_final_boundary_returns_the_result_witho
     saved: list[Checkpoint] = []
     answer = bot.run_sync("q", hooks=[bot.checkpoints(saved.append)])[0]
     model = ScriptedModel()  # empty: any model call would fail
-    fresh = AgentBot(tools=[add, multiply], model_name=model)
+    fresh = AgentBot(tools=[add, multiply], model=model)
     assert fresh.resume(saved[-1]) == answer and model.requests == []
 
 
 def test_agt_state_050_an_async_agent_run_takes_the_same_checkpoints():
-    bot = AsyncAgentBot(tools=[add, multiply], model_name=ScriptedModel(responder=agent_script))
+    bot = AsyncAgentBot(tools=[add, multiply], model=ScriptedModel(responder=agent_script))
     saved: list[Checkpoint] = []
     asyncio.run(bot.arun("q", hooks=[bot.checkpoints(saved.append)]))
     _, sync_saved = checkpoints_of(agent_bot, "q")

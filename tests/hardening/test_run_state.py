@@ -51,7 +51,7 @@ def test_hard_win_020_the_agent_sees_all_results_of_a_reply_that_made_history_li
     """Regression: with 8 calls and history_limit=8 the next request held only the system and user messages."""
     model = ScriptedModel([tool_calls(*[("add", {"a": i, "b": 1}) for i in range(8)]),
                            tool_call("respond_to_user", response="done")])
-    assert AgentBot(tools=[add], model_name=model, history_limit=8)("add them") == "done"
+    assert AgentBot(tools=[add], model=model, history_limit=8)("add them") == "done"
     last = model.requests[-1].messages
     assert [m["role"] for m in last] == ["system", "user", "assistant", *["tool"] * 8]
     assert [m["content"] for m in last if m["role"] == "tool"] == [f"{i + 1}" for i in range(8)]
@@ -148,7 +148,7 @@ def test_hard_exc_020_a_megabyte_malformed_call_sent_twice_does_not_grow_the_req
     huge = '{"a": "' + "x" * 1_000_000
     model = ScriptedModel([malformed_tool_call("add", huge), malformed_tool_call("add", huge),
                            tool_call("respond_to_user", response="ok")])
-    assert AgentBot(tools=[add], model_name=model)("q") == "ok"
+    assert AgentBot(tools=[add], model=model)("q") == "ok"
     error_sizes = [len(m["content"]) for m in model.requests[-1].messages if m["role"] == "tool"]
     assert len(error_sizes) == 2 and max(error_sizes) < 1000
 

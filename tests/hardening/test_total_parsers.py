@@ -47,15 +47,15 @@ def test_hard_tot_020_the_agent_counts_crashing_arguments_against_max_errors():
     """Regression: RecursionError escaped the decision and killed the run without counting it."""
     model = ScriptedModel([malformed_tool_call("add", '{"a": ' + DEEP), malformed_tool_call("add", DIGITS),
                            tool_call("respond_to_user", response="recovered")])
-    bot = AgentBot(tools=[add], model_name=model, max_errors=3)
+    bot = AgentBot(tools=[add], model=model, max_errors=3)
     assert bot("q") == "recovered"
     with pytest.raises(ValueError, match="invalid tool calls in a row"):
-        AgentBot(tools=[add], model_name=ScriptedModel([malformed_tool_call("add", DEEP)] * 2), max_errors=1)("q")
+        AgentBot(tools=[add], model=ScriptedModel([malformed_tool_call("add", DEEP)] * 2), max_errors=1)("q")
 
 
 def test_hard_tot_020_the_agent_survives_text_that_looks_like_a_deeply_nested_tool_call():
     model = ScriptedModel([text('{"name": "add", "arguments": ' + DEEP)])
-    assert AgentBot(tools=[add], model_name=model)("q").startswith('{"name": "add"')  # plain text: the answer
+    assert AgentBot(tools=[add], model=model)("q").startswith('{"name": "add"')  # plain text: the answer
 
 
 def test_hard_tot_030_tot_parsers_return_nothing_read_for_crashing_replies():
@@ -152,6 +152,6 @@ def test_hard_tot_080_aot_replans_after_a_plan_that_crashed_validation():
                       "dependsOn": []}, {"id": 2, "kind": "final", "name": "report", "dependsOn": [1]}]}
     good = {"atoms": [{"id": 1, "kind": "tool", "name": "add", "input": {"a": 1, "b": 2}, "dependsOn": []},
                       {"id": 2, "kind": "final", "name": "report", "dependsOn": [1]}]}
-    result = AoTBot(CALCULATOR_TOOLS, ScriptedModel([json_reply(bad), json_reply(good)]))("1 + 2?")
+    result = AoTBot(CALCULATOR_TOOLS, model=ScriptedModel([json_reply(bad), json_reply(good)]))("1 + 2?")
     assert result.answer == 3 and result.replans == 1
     assert any("names no atom" in error for error in result.plan_errors[0])

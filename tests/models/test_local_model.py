@@ -46,7 +46,7 @@ def add(a: float, b: float) -> float:
 
 
 def test_mdl_local_100_structured_output_is_grammar_constrained_and_validates(local_model_name):
-    bot = StructuredBot("Extract the city described by the user.", City, model_name=local_model_name)
+    bot = StructuredBot("Extract the city described by the user.", City, model=local_model_name)
     city = bot("Paris is the capital of France and has about 2.1 million inhabitants.")
     assert isinstance(city, City)
     assert city.name == "Paris" and city.country == "France"
@@ -55,7 +55,7 @@ def test_mdl_local_100_structured_output_is_grammar_constrained_and_validates(lo
 
 
 def test_mdl_local_110_forced_tool_call_has_valid_arguments(local_model_name):
-    bot = ToolBot("Call the tool that answers the question.", model_name=local_model_name, tools=[add, multiply])
+    bot = ToolBot("Call the tool that answers the question.", model=local_model_name, tools=[add, multiply])
     reply = bot("What is 23 times 19?")
     [call] = reply.tool_calls
     assert call.ok, call.error
@@ -68,7 +68,7 @@ def test_mdl_local_120_named_tool_choice_and_shared_model_under_concurrency(loca
     from llamabot.models.local_runtime import loaded_model, loaded_models
 
     async def scenario():
-        bot = AsyncToolBot("Call the tool.", model_name=local_model_name, tools=[add, multiply], tool_choice="add")
+        bot = AsyncToolBot("Call the tool.", model=local_model_name, tools=[add, multiply], tool_choice="add")
         ticks = 0
 
         async def heartbeat():
@@ -95,7 +95,7 @@ def test_mdl_local_120_named_tool_choice_and_shared_model_under_concurrency(loca
 
 def test_mdl_local_130_streaming_and_usage(local_model_name):
     pieces: list[str] = []
-    bot = SimpleBot("Answer with digits only.", model_name=local_model_name, stream_target=pieces.append, max_tokens=16)
+    bot = SimpleBot("Answer with digits only.", model=local_model_name, stream_target=pieces.append, max_tokens=16)
     reply = bot("Count from 1 to 5, separated by commas.")
     assert len(pieces) > 1 and "".join(pieces) == reply.content
     assert "1" in reply.content and "5" in reply.content
@@ -103,7 +103,7 @@ def test_mdl_local_130_streaming_and_usage(local_model_name):
 
 
 def test_mdl_local_140_stop_sequences_and_temperature_are_honoured(local_model_name):
-    bot = SimpleBot("Answer with digits only.", model_name=local_model_name, stop=["3"], temperature=0.0, max_tokens=24)
+    bot = SimpleBot("Answer with digits only.", model=local_model_name, stop=["3"], temperature=0.0, max_tokens=24)
     first = bot("Count from 1 to 5, separated by commas.").content
     assert "1" in first and "3" not in first and "5" not in first
     assert bot("Count from 1 to 5, separated by commas.").content == first  # temperature 0 is deterministic

@@ -35,7 +35,7 @@ CONTENT_KEYS = {
 def calculation(exported: Exported, **hook_options) -> AgentBot:
     bot = AgentBot(
         tools=[multiply, divide],
-        model_name=ScriptedModel(list(SCRIPT)),
+        model=ScriptedModel(list(SCRIPT)),
         hooks=[OTelHook(exported.provider, **hook_options)],
     )
     assert bot(QUESTION) == "42"
@@ -144,7 +144,7 @@ def test_obs_otel_050_a_failing_model_call_fails_the_chat_and_the_run_spans():
     exported = Exported()
     bot = AgentBot(
         tools=[add],
-        model_name=ScriptedModel([ConnectionError("provider down")]),
+        model=ScriptedModel([ConnectionError("provider down")]),
         hooks=[OTelHook(exported.provider)],
     )
     with pytest.raises(Exception, match="provider down"):
@@ -206,7 +206,7 @@ async def test_obs_otel_070_concurrent_runs_on_one_bot_keep_separate_span_trees(
     exported = Exported()
     model = ScriptedModel(responder=add_then_respond, latency_s=0.01, strict=False)
     bot = AsyncAgentBot(
-        tools=[add], model_name=model, hooks=[OTelHook(exported.provider, capture_content=True)]
+        tools=[add], model=model, hooks=[OTelHook(exported.provider, capture_content=True)]
     )
     answers = await asyncio.gather(*(bot.arun(f"add {n} and 1") for n in (10, 20, 30)))
     assert answers == ["11", "21", "31"]
@@ -227,7 +227,7 @@ def test_obs_otel_070_a_bot_called_inside_a_tool_nests_its_run_under_that_tool_c
     exported = Exported()
     inner = AgentBot(
         tools=[add],
-        model_name=ScriptedModel([tool_call("add", a=1, b=2), tool_call("respond_to_user", response="3")]),
+        model=ScriptedModel([tool_call("add", a=1, b=2), tool_call("respond_to_user", response="3")]),
     )
 
     @tool
@@ -241,7 +241,7 @@ def test_obs_otel_070_a_bot_called_inside_a_tool_nests_its_run_under_that_tool_c
 
     outer = AgentBot(
         tools=[delegate],
-        model_name=ScriptedModel(
+        model=ScriptedModel(
             [tool_call("delegate", question="1+2"), tool_call("respond_to_user", response="3")]
         ),
         hooks=[OTelHook(exported.provider)],

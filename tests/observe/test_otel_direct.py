@@ -40,7 +40,7 @@ class Forwarding(SpanProcessor):
 
 
 def run(hook: OTelHook) -> None:
-    bot = AgentBot(tools=[multiply, divide], model_name=ScriptedModel(list(SCRIPT)), hooks=[hook])
+    bot = AgentBot(tools=[multiply, divide], model=ScriptedModel(list(SCRIPT)), hooks=[hook])
     assert bot("6*7 then 1/0") == "42"
 
 
@@ -99,10 +99,10 @@ def test_obs_otel_125_spans_of_a_direct_run_find_its_record_by_trace_id_until_it
     def nested(question: str) -> str:
         """Ask an inner agent."""
         seen.append(len(hook._direct_runs))
-        inner = AgentBot(tools=[multiply], model_name=ScriptedModel([tool_call("respond_to_user", response="in")]))
+        inner = AgentBot(tools=[multiply], model=ScriptedModel([tool_call("respond_to_user", response="in")]))
         return inner(question)
 
-    bot = AgentBot(tools=[nested], hooks=[hook], model_name=ScriptedModel([
+    bot = AgentBot(tools=[nested], hooks=[hook], model=ScriptedModel([
         tool_call("nested", question="q"), tool_call("respond_to_user", response="out")]))
     assert bot("go") == "out"
     assert seen == [1] and hook._direct_runs == {}  # one run's entry while it ran, none after

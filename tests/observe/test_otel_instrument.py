@@ -28,7 +28,7 @@ def switched_off_after():
 def answer_bot(**options) -> AgentBot:
     return AgentBot(
         tools=[add],
-        model_name=ScriptedModel([tool_call("add", a=1, b=2), tool_call("respond_to_user", response="3")]),
+        model=ScriptedModel([tool_call("add", a=1, b=2), tool_call("respond_to_user", response="3")]),
         **options,
     )
 
@@ -75,7 +75,7 @@ def test_obs_otel_080_a_nested_run_is_exported_once_under_the_tool_that_started_
 
     outer = AgentBot(
         tools=[delegate],
-        model_name=ScriptedModel(
+        model=ScriptedModel(
             [tool_call("delegate", question="1+2"), tool_call("respond_to_user", response="3")]
         ),
     )
@@ -115,7 +115,7 @@ async def test_obs_otel_080_runs_in_flight_finish_their_export_after_uninstrumen
     exported = Exported()
     otel.instrument(exported.provider)
     model = ScriptedModel([tool_call("respond_to_user", response="ok")], latency_s=0.05)
-    running = asyncio.ensure_future(AsyncAgentBot(tools=[add], model_name=model).arun("q"))
+    running = asyncio.ensure_future(AsyncAgentBot(tools=[add], model=model).arun("q"))
     await asyncio.sleep(0.01)
     otel.uninstrument()
     assert await running == "ok"

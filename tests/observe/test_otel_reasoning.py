@@ -48,7 +48,7 @@ def generic(request):
 
 def test_obs_otel_010_aot_atoms_are_tool_executions_under_their_layer():
     exported = Exported()
-    bot = AsyncAoTBot(expressions=False, model_name=ScriptedModel([json_reply(WIDE)]), hooks=[OTelHook(exported.provider)])
+    bot = AsyncAoTBot(expressions=False, model=ScriptedModel([json_reply(WIDE)]), hooks=[OTelHook(exported.provider)])
     assert asyncio.run(bot.arun("q")).answer == {3: 6.0, 4: 14.0}
     spans = exported.spans
     atoms = sorted(
@@ -72,7 +72,7 @@ def test_obs_otel_010_aot_atoms_are_tool_executions_under_their_layer():
 def test_obs_otel_010_anot_phases_are_spans_holding_their_model_calls():
     exported = Exported()
     bot = ANoTBot(
-        ScriptedModel(responder=three_phase_responder()), debug=0, hooks=[OTelHook(exported.provider)]
+        model=ScriptedModel(responder=three_phase_responder()), debug=0, hooks=[OTelHook(exported.provider)]
     )
     bot("kids and cozy", ITEMS)
     spans = exported.spans
@@ -94,7 +94,7 @@ def test_obs_otel_010_anot_phases_are_spans_holding_their_model_calls():
 def test_obs_otel_010_tot_expansions_are_generate_and_evaluate_steps_with_a_chat_each():
     exported = Exported()
     bot = ToTBot(
-        ScriptedModel(responder=generic), branching_factor=2, max_depth=2, hooks=[OTelHook(exported.provider)]
+        model=ScriptedModel(responder=generic), branching_factor=2, max_depth=2, hooks=[OTelHook(exported.provider)]
     )
     bot("x")
     spans = exported.spans
@@ -110,10 +110,10 @@ def test_obs_otel_010_tot_expansions_are_generate_and_evaluate_steps_with_a_chat
 
 def test_obs_otel_020_aot_atoms_record_arguments_and_results_only_when_opted_in():
     quiet, verbose = Exported(), Exported()
-    AoTBot(expressions=False, model_name=ScriptedModel([json_reply(WIDE)]), hooks=[OTelHook(quiet.provider)])("q")
+    AoTBot(expressions=False, model=ScriptedModel([json_reply(WIDE)]), hooks=[OTelHook(quiet.provider)])("q")
     AoTBot(
         expressions=False,
-        model_name=ScriptedModel([json_reply(WIDE)]), hooks=[OTelHook(verbose.provider, capture_content=True)]
+        model=ScriptedModel([json_reply(WIDE)]), hooks=[OTelHook(verbose.provider, capture_content=True)]
     )("q")
     first = next(s for s in quiet.spans if s.attributes.get("gen_ai.tool.call.id") == "1")
     assert (

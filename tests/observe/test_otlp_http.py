@@ -34,7 +34,7 @@ def test_obs_otel_010_a_run_arrives_at_an_otlp_http_endpoint_as_one_decoded_span
             BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{receiver.endpoint}/v1/traces"))
         )
         bot = AgentBot(
-            tools=[add, divide], model_name=ScriptedModel(list(SCRIPT)), hooks=[OTelHook(provider)]
+            tools=[add, divide], model=ScriptedModel(list(SCRIPT)), hooks=[OTelHook(provider)]
         )
         before = time.time_ns()
         assert bot("2+3 then 1/0") == "5"
@@ -73,7 +73,7 @@ def test_obs_otel_080_instrument_reads_the_standard_otlp_endpoint_variable(monke
         try:
             assert hook.owned_provider is not None
             bot = AgentBot(
-                tools=[add], model_name=ScriptedModel([tool_call("respond_to_user", response="ok")])
+                tools=[add], model=ScriptedModel([tool_call("respond_to_user", response="ok")])
             )
             assert bot("hi") == "ok"
         finally:

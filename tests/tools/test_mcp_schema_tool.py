@@ -126,7 +126,7 @@ def test_tls_mcp_230_an_agent_uses_a_schema_first_tool_and_sees_its_argument_err
             lambda r: tool_call("respond_to_user", response=r.messages[-1]["content"]),
         ]
     )
-    assert AgentBot(tools=[order_tool(func=total)], model_name=model)("order 4 ABC-1") == "4"
+    assert AgentBot(tools=[order_tool(func=total)], model=model)("order 4 ABC-1") == "4"
     assert "lines.0.qty: 0 is less than the minimum of 1" in model.requests[1].messages[-1]["content"]
 
 

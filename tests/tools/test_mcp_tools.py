@@ -103,7 +103,7 @@ def test_tls_mcp_020_a_dead_http_server_ends_the_call_with_a_typed_error_naming_
 
 def test_tls_mcp_030_agentbot_calls_an_mcp_tool_and_answers_with_its_result(server):
     model = ScriptedModel([tool_call("add", a=20, b=22), respond_with_last_tool_result])
-    bot = AgentBot(tools=server, model_name=model)
+    bot = AgentBot(tools=server, model=model)
     assert bot("What is 20 + 22?") == "42.0"
     sent = {t["function"]["name"]: t["function"]["parameters"] for t in model.requests[0].tools}
     assert sent["describe_point"] == by_name(server)["describe_point"].parameters  # the schema as given
@@ -113,7 +113,7 @@ def test_tls_mcp_030_agentbot_calls_an_mcp_tool_and_answers_with_its_result(serv
 async def test_tls_mcp_030_async_agentbot_awaits_mcp_tools_concurrently(server):
     bot = AsyncAgentBot(
         tools=server,
-        model_name=ScriptedModel(
+        model=ScriptedModel(
             responder=lambda r: (
                 tool_call("describe_point", point={"x": int(r.last_user_text), "y": 1})
                 if not tool_messages(r)
@@ -130,7 +130,7 @@ async def test_tls_mcp_030_async_agentbot_awaits_mcp_tools_concurrently(server):
 def test_tls_mcp_030_aot_runs_a_plan_whose_atoms_call_an_mcp_tool(server):
     mcp_add = by_name(server)["add"]
     result = AoTBot(
-        tools=[mcp_add, multiply, subtract], model_name=ScriptedModel([json_reply(EXAMPLE_PLAN)])
+        tools=[mcp_add, multiply, subtract], model=ScriptedModel([json_reply(EXAMPLE_PLAN)])
     )("What is (15 + 7) * 3 - 10?")
     assert result.answer == 56
     assert result.record.atoms[1].result == 22.0  # structured content: a number, not the text "22.0"
@@ -145,7 +145,7 @@ def test_tls_mcp_030_a_custom_graph_wires_an_mcp_tool_like_any_tool(server):
 
     model = ScriptedModel([tool_call("add", a=12, b=30), respond_with_last_tool_result])
     tools = [by_name(server)["add"], respond_to_user]
-    decide = DecideNode(ToolBot("Add.", model, tools=tools))
+    decide = DecideNode(ToolBot("Add.", model=model, tools=tools))
     for t in tools:
         node = FuncNode(t if isinstance(t, Tool) else t.tool)
         decide - node.name >> node
@@ -176,7 +176,7 @@ def test_tls_mcp_040_arguments_breaking_the_nested_schema_are_shown_to_the_model
             respond_with_last_tool_result,
         ]
     )
-    assert AgentBot(tools=server, model_name=model)("q") == "(1, 2) cm"
+    assert AgentBot(tools=server, model=model)("q") == "(1, 2) cm"
     feedback = model.requests[1].messages[-1]
     assert feedback["role"] == "tool" and "point: 'y' is a required property" in feedback["content"]
 
@@ -188,7 +188,7 @@ def test_tls_mcp_050_a_failing_server_tool_is_shown_to_the_model_which_goes_on(s
     model = ScriptedModel(
         [tool_call("fail", reason="no data"), tool_call("add", a=1, b=1), respond_with_last_tool_result]
     )
-    assert AgentBot(tools=server, model_name=model)("q") == "2.0"
+    assert AgentBot(tools=server, model=model)("q") == "2.0"
     shown = model.requests[1].messages[-1]["content"]
     assert shown == "Error: MCPToolError: Error executing tool fail: failed on purpose: no data"
 
@@ -224,7 +224,7 @@ async def test_tls_mcp_050_a_tool_timeout_is_shown_to_the_model_sync_and_async()
 def test_tls_mcp_060_a_server_dying_mid_run_ends_the_run_with_a_typed_error_naming_it():
     with mcp_tools(SERVER_ARGV) as tools:
         model = ScriptedModel([tool_call("add", a=1, b=2), tool_call("die"), tool_call("add", a=1, b=2)])
-        bot = AgentBot(tools=tools, model_name=model)
+        bot = AgentBot(tools=tools, model=model)
         with pytest.raises(MCPServerError, match=r"closed during a call of tool 'die'") as info:
             bot("q")
         assert info.value.server == SERVER_COMMAND == tools.server
@@ -236,7 +236,7 @@ def test_tls_mcp_060_a_server_dying_mid_run_ends_the_run_with_a_typed_error_nami
 
 async def test_tls_mcp_060_async_runs_end_the_same_way():
     async with mcp_tools(SERVER_ARGV) as tools:
-        bot = AsyncAgentBot(tools=tools, model_name=ScriptedModel([tool_call("die")]))
+        bot = AsyncAgentBot(tools=tools, model=ScriptedModel([tool_call("die")]))
         with pytest.raises(MCPServerError, match="tool 'die'"):
             await bot.arun("q")
 
@@ -286,7 +286,7 @@ def test_tls_mcp_070_closing_the_bot_or_leaving_its_with_block_stops_the_server(
     tools = mcp_tools(SERVER_ARGV)
     pid = _pid(tools)
     with AgentBot(
-        tools=tools, model_name=ScriptedModel([tool_call("add", a=1, b=2), respond_with_last_tool_result])
+        tools=tools, model=ScriptedModel([tool_call("add", a=1, b=2), respond_with_last_tool_result])
     ) as bot:
         assert bot("q") == "3.0"
     assert tools.closed and gone_within(pid)
@@ -295,7 +295,7 @@ def test_tls_mcp_070_closing_the_bot_or_leaving_its_with_block_stops_the_server(
 async def test_tls_mcp_070_async_with_on_the_bot_stops_the_server():
     tools = mcp_tools(SERVER_ARGV)
     pid = _pid(tools)
-    async with AsyncAgentBot(tools=tools, model_name=ScriptedModel()):
+    async with AsyncAgentBot(tools=tools, model=ScriptedModel()):
         pass
     assert gone_within(pid)
 

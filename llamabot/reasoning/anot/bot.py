@@ -18,14 +18,17 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from llamabot.bot.options import accepted_options, positional_model, strict_options
 from llamabot.bot.structuredbot import StructuredBot
 from llamabot.bot.toolbot import ToolBot
 from llamabot.graph.flow import AsyncFlow, Flow
 from llamabot.graph.graphbot import GraphBot
 from llamabot.graph.mermaid import MermaidDiagram, to_mermaid
 from llamabot.models.seam import ChatModel, get_model
+from llamabot.models.settings import ModelSettings, check_model_settings
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, close_span, current_run, current_span
+from llamabot.observe.usage import UsageLimits
 from llamabot.reasoning.anot.debug import TAG_KEY, DebugHook, DebugLog
 from llamabot.reasoning.anot.executor import DEFAULT_CONCURRENCY
 from llamabot.reasoning.anot.lwt import LWTStep, execution_layers, parse_lwt
@@ -63,7 +66,9 @@ from llamabot.tools.tool import DECIDE, as_tool
 class ANoTBot(GraphBot):
     """Rank ``items`` (any JSON objects) for a request: ``bot(query, items) -> ANoTResult``.
 
-    ``model_name``: a LiteLLM model string, a chat model object (``ScriptedModel``) or ``None`` (default model).
+    ``model``: a LiteLLM model string, a chat model object (``ScriptedModel``) or ``None`` (default model);
+    ``model_settings`` (``temperature``, ``api_base``...): provider settings for every model call; ``hooks``,
+    ``usage_limits``: as for every bot. Every option is a keyword; an unknown one is a ``TypeError``.
     ``vocabulary``: the condition types phase 1 may use. ``draft``: start phase 2 from the script compiled from
     the strategy (``False``: from an empty script, as in the seed). ``max_iterations``/``max_errors``/
     ``history_limit``: bounds of phase 2's agent loop. ``concurrency``: phase 3's limit on simultaneous model
@@ -71,13 +76,16 @@ class ANoTBot(GraphBot):
     (default: the strategy's logic over the condition steps' outputs) or ``"final"`` (the seed's way: the final
     step's output); both rankings are always kept (``score_ranking``, ``final_ranking``), see :class:`RankNode`. ``*_max_tokens``: completion limits per phase. ``debug``: level 0-3 or a
     :class:`DebugLog` (default: ``$ANOT_DEBUG``).
-    ``completion_kwargs`` (``temperature``, ``api_base``...) pass through to every model call.
     """
 
+    @strict_options
     def __init__(
         self,
-        model_name: str | ChatModel | None = None,
+        _model: str | ChatModel | None = None,
+        /,
         *,
+        model: str | ChatModel | None = None,
+        model_settings: ModelSettings | dict[str, Any] | None = None,
         vocabulary: Vocabulary = YELP_VOCABULARY,
         draft: bool = True,
         max_iterations: int = 6,
@@ -94,12 +102,16 @@ class ANoTBot(GraphBot):
         debug: int | DebugLog | None = None,
         debug_sink: Callable[[str], None] | None = None,
         hooks: Iterable[RunHooks] = (),
-        **completion_kwargs: Any,
+        usage_limits: UsageLimits | None = None,
     ):
+        model = positional_model(type(self).__name__, _model, model)
         self.log = DebugLog.resolve(debug, debug_sink)
         self.debug_hook = DebugHook(self.log)
-        super().__init__(hooks=(self.debug_hook, *hooks))
-        self.model = get_model(model_name)
+        super().__init__(hooks=(self.debug_hook, *hooks), usage_limits=usage_limits)
+        completion_kwargs = check_model_settings(model_settings, type(self).__name__,
+                                                 accepted_options(type(self).__init__))
+        self.model_settings = completion_kwargs
+        self.model = get_model(model)
         self.model_name = self.model.name
         self.vocabulary = tuple(vocabulary)
         self.strategy_model = strategy_model(self.vocabulary)
@@ -110,9 +122,9 @@ class ANoTBot(GraphBot):
         planner = StructuredBot(
             phase1_system,
             self.strategy_model,
-            self.model,
+            model=self.model,
             max_repairs=max_repairs,
-            **{**completion_kwargs, "max_tokens": plan_max_tokens},
+            model_settings={**completion_kwargs, "max_tokens": plan_max_tokens},
         )
         agent_kwargs = {**completion_kwargs, "max_tokens": agent_max_tokens}
         agent_system = PHASE2_SYSTEM_DRAFT if draft else PHASE2_SYSTEM
@@ -129,8 +141,9 @@ class ANoTBot(GraphBot):
                              PHASE2_NOTE, STEP_SYSTEM,
                              *(json.dumps(as_tool(t).json_schema, sort_keys=True) for t in PHASE2_TOOLS))
         self.decide_node = LWTDecideNode(
-            ToolBot(agent_system, self.model, tools=PHASE2_TOOLS, **agent_kwargs),
-            ToolBot(agent_system, self.model, tools=PHASE2_TOOLS, tool_choice=done.tool.name, **agent_kwargs),
+            ToolBot(agent_system, model=self.model, tools=PHASE2_TOOLS, model_settings=agent_kwargs),
+            ToolBot(agent_system, model=self.model, tools=PHASE2_TOOLS, tool_choice=done.tool.name,
+                    model_settings=agent_kwargs),
             max_iterations=max_iterations,
             max_errors=max_errors,
             history_limit=history_limit,

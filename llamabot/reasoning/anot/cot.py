@@ -11,8 +11,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from llamabot.bot.options import accepted_options, positional_model, strict_options
 from llamabot.models.exchange import arun_exchange, run_exchange
 from llamabot.models.seam import ChatModel, get_model
+from llamabot.models.settings import check_model_settings
 from llamabot.observe.tracing import Span, Trace, run, span
 from llamabot.reasoning.anot.debug import FULL, SUMMARY, DebugLog
 from llamabot.reasoning.anot.executor import prompt_exchange
@@ -60,18 +62,24 @@ class CoTBot:
     counted by ``count_tokens``, an estimate by default). ``max_tokens``: the reasoning's length limit.
     """
 
+    @strict_options
     def __init__(
         self,
-        model_name: str | ChatModel | None = None,
+        _model: str | ChatModel | None = None,
+        /,
         *,
+        model: str | ChatModel | None = None,
+        model_settings: dict[str, Any] | None = None,
         token_budget: int = DEFAULT_TOKEN_BUDGET,
         count_tokens: TokenCounter = approx_tokens,
         max_tokens: int = 512,
         debug: int | DebugLog | None = None,
         debug_sink: Callable[[str], None] | None = None,
-        **completion_kwargs: Any,
     ):
-        self.model = get_model(model_name)
+        model = positional_model(type(self).__name__, _model, model)
+        completion_kwargs = check_model_settings(model_settings, type(self).__name__,
+                                                 accepted_options(type(self).__init__))
+        self.model = get_model(model)
         self.model_name = self.model.name
         self.token_budget = token_budget
         self.count_tokens = count_tokens

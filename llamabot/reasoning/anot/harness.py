@@ -113,14 +113,16 @@ class EvalReport:
 
 def make_bot(method: str, model: str | ChatModel | None, log: DebugLog, **options: Any) -> Any:
     """The sync bot for ``method`` (``anot`` -> ANoTBot, ``cot`` -> CoTBot)."""
+    from llamabot.bot.options import settings_apart
+
     if method == "anot":
         from llamabot.reasoning.anot.bot import ANoTBot
 
-        return ANoTBot(model, debug=log, **options)
+        return ANoTBot(model=model, debug=log, **settings_apart(options))
     if method == "cot":
         from llamabot.reasoning.anot.cot import CoTBot
 
-        return CoTBot(model, debug=log, **options)
+        return CoTBot(model=model, debug=log, **settings_apart(options))
     raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
 
 

@@ -263,17 +263,18 @@ def evaluate(
     keyword arguments of ``AoTBot`` (``samples``, ``temperature``, ``max_execution_replans``...). ``resume``:
     method -> problem id -> an attempt kept from an interrupted report (:func:`resumed_attempts`), taken as it
     is instead of run again (``on_attempt`` is told only of the attempts run now)."""
+    from llamabot.bot.options import settings_apart
     from llamabot.bot.simplebot import SimpleBot
     from llamabot.reasoning.aot.graph import AoTBot
 
     settings = method_settings(methods, aot_options)
     runners: dict[str, tuple[Any, Callable[[Any, Problem, float], Attempt]]] = {}
     if "aot" in methods:
-        runners["aot"] = (AoTBot(model_name=model_name, **settings["aot"]), run_aot)
+        runners["aot"] = (AoTBot(model=model_name, **settings_apart(settings["aot"])), run_aot)
     for baseline in ("direct", "cot"):  # the same model answering at once / reasoning step by step in text
         if baseline in methods:
             prompt = DIRECT_PROMPT if baseline == "direct" else COT_PROMPT
-            runners[baseline] = (SimpleBot(prompt, model_name=model_name, **settings[baseline]), run_direct)
+            runners[baseline] = (SimpleBot(prompt, model=model_name, **settings_apart(settings[baseline])), run_direct)
     attempts: dict[str, list[Attempt]] = {m: [] for m in runners}
     kept = resume or {}
     for problem in problems:

@@ -35,10 +35,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from llamabot.errors import DependencyCycleError, LlamabotError, ToolArgumentsError
+from llamabot.graph.agent_state import PendingCall
+from llamabot.graph.approval import APPROVER, Gate, adecide_call, decide_call
 from llamabot.graph.layers import topological_layers
-from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
-from llamabot.observe.tracing import Span, span
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange, step_runner
+from llamabot.observe.tracing import Span, current_run, span
 from llamabot.reasoning.aot.plan import Atom, Plan, json_text, references, resolve
+from llamabot.tools.approval import ApprovalMissingError
 from llamabot.tools.call import ToolOutcome, tool_call
 from llamabot.tools.retry import Retry
 from llamabot.tools.tool import Tool
@@ -301,6 +304,10 @@ def run_atom(tools: AtomTools, atom: Atom, results: dict[int, Any]) -> AtomRecor
     started = time.perf_counter()
     inputs, call, cause = _prepared(tools, atom, results, None)
     with _atom_span(atom, inputs) as opened:
+        pending = _approval(tools.tool_for(atom), atom, inputs) if call is not None else None
+        if pending is not None:
+            decided = pending if isinstance(pending, Exception) else decide_call(tools.tool_for(atom), *pending)
+            inputs, call, cause = _decided(tools, atom, inputs, decided)
         return _recorded(atom, inputs, None if call is None else run_exchange(call), cause, started, opened)
 
 
@@ -311,7 +318,34 @@ async def arun_atom(tools: AtomTools, atom: Atom, results: dict[int, Any],
     started = time.perf_counter()
     inputs, call, cause = _prepared(tools, atom, results, executor)
     with _atom_span(atom, inputs) as opened:
+        pending = _approval(tools.tool_for(atom), atom, inputs) if call is not None else None
+        if pending is not None:
+            decided = pending if isinstance(pending, Exception) else await adecide_call(tools.tool_for(atom), *pending)
+            inputs, call, cause = _decided(tools, atom, inputs, decided, executor)
         return _recorded(atom, inputs, None if call is None else await arun_exchange(call), cause, started, opened)
+
+
+def _approval(tool: Tool, atom: Atom, inputs: Any) -> tuple[PendingCall, Gate] | Exception | None:
+    """For an atom whose tool requires approval: the call to decide on and its gate (the run's approver), or
+    :class:`ApprovalMissingError` when the run has no approver (the atom fails; the tool never runs). ``None``
+    when no decision is needed here (not marked, or a durable run, whose steps wait for a person themselves)."""
+    if not tool.requires_approval or step_runner() is not None:
+        return None
+    run = current_run()
+    approver = run.values.get(APPROVER) if run is not None else None
+    if approver is None:
+        return ApprovalMissingError(tool.name, f"atom-{atom.id}")
+    arguments = inputs if isinstance(inputs, dict) else {"input": inputs}
+    return PendingCall(f"atom-{atom.id}", tool.name, arguments, ""), (None, approver)
+
+
+def _decided(tools: AtomTools, atom: Atom, inputs: Any, decided: dict[str, Any] | Exception | None,
+             executor: Executor | None = None) -> tuple[Any, Exchange[ToolOutcome] | None, str | None]:
+    """The atom's inputs and call after its approval, or why it does not run (rejected, no approver)."""
+    if isinstance(decided, Exception):
+        return inputs, None, f"{type(decided).__name__}: {decided}"
+    tool = tools.tool_for(atom)
+    return decided, tool_call(tool, decided, retry=tools.retry.for_atom(atom), executor=executor), None
 
 
 def _cause(outcome: ToolOutcome) -> str:

@@ -23,10 +23,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from llamabot.bot.options import accepted_options, not_a_model, strict_options
 from llamabot.graph.graphbot import GraphBot
 from llamabot.models.seam import ChatModel, get_model
+from llamabot.models.settings import ModelSettings, check_model_settings
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, current_run
+from llamabot.observe.usage import UsageLimits
 from llamabot.reasoning.aot.execute import AtomTools, ExecutionRecord, LayerThreads, RetryPolicy, execute_plan
 from llamabot.reasoning.aot.nodes import THREADS, CompensateNode, LayerNode, PlanNode, ReportNode, VoteNode
 from llamabot.reasoning.aot.plan import Plan
@@ -34,6 +37,7 @@ from llamabot.reasoning.aot.prompts import resolve_expressions
 from llamabot.reasoning.aot.result import AoTResult, run_usage
 from llamabot.reasoning.aot.samples import SAMPLE, VOTE, new_aot_state
 from llamabot.reasoning.aot.validate import validate_plan
+from llamabot.tools.approval import Approver
 from llamabot.tools.tool import Tool, as_tool
 
 
@@ -50,7 +54,11 @@ class AoTBot(GraphBot):
     """Atom of Thought: the model writes a plan of tool calls with explicit dependencies; a program validates
     and executes it. ``bot(question)`` returns an :class:`AoTResult`.
 
-    ``tools``: ``@tool`` functions for ``kind: tool`` atoms (default: the calculator). ``decisions``: tools for
+    ``tools`` (the one positional argument): ``@tool`` functions for ``kind: tool`` atoms (default: the
+    calculator). ``model``, ``model_settings`` (``temperature``...), ``hooks``, ``usage_limits``: as for every bot;
+    an unknown keyword is a ``TypeError``. ``approver``: decides on atoms whose tool requires approval
+    (``approver(request) -> Decision | bool``); without one such an atom fails and its tool never runs (AoT runs
+    do not pause). ``decisions``: tools for
     ``kind: decision`` atoms. ``max_replans``: re-plans after validation errors (then
     :class:`PlanValidationError`). ``max_execution_replans``: re-plans after an atom failed, the failure shown
     to the planner (then :class:`AtomExecutionError`, naming the atom and the cause, with the partial record
@@ -58,7 +66,7 @@ class AoTBot(GraphBot):
     compensating ``@tool`` run (newest first) for completed atoms when a later atom fails or the run is
     cancelled. ``samples``: self-consistency, k plans sampled (at ``temperature``, default
     :data:`SAMPLE_TEMPERATURE`), all executed, the majority answer wins (ties: the earliest sample); 1 (the
-    default) is one plan, greedy unless ``temperature`` is given. Only for tools without side effects (every
+    default) is one plan, greedy unless ``model_settings`` gives a ``temperature``. Only for tools without side effects (every
     sampled plan runs), so it refuses ``compensations``. ``subquestions``: the planner breaks the question into
     sub-questions, one per atom, each written in words before its tool call (``Atom.question``; the prompt and
     the schema ask for it); the program still computes everything. ``expressions``: atoms compute arithmetic
@@ -69,11 +77,13 @@ class AoTBot(GraphBot):
     ``tools`` or ask for ``subquestions``; ``expressions=False`` plans with the separate calculator tools.
     """
 
+    @strict_options
     def __init__(
         self,
         tools: Iterable[Any] | None = None,
-        model_name: str | ChatModel | None = None,
         *,
+        model: str | ChatModel | None = None,
+        model_settings: ModelSettings | dict[str, Any] | None = None,
         decisions: Iterable[Any] = (),
         max_replans: int = 2,
         max_execution_replans: int = 1,
@@ -83,9 +93,16 @@ class AoTBot(GraphBot):
         retry: RetryPolicy = RetryPolicy(),
         compensations: dict[str, Any] | None = None,
         hooks: Iterable[RunHooks] = (),
-        **completion_kwargs: Any,
+        usage_limits: UsageLimits | None = None,
+        approver: Approver | None = None,
     ):
-        super().__init__(hooks=hooks)
+        super().__init__(hooks=hooks, usage_limits=usage_limits, approver=approver)
+        not_a_model(type(self).__name__, "tools", tools)
+        if isinstance(tools, (str, bytes)):
+            raise TypeError(f"{type(self).__name__}(tools=...) takes an iterable of tools, got a string")
+        completion_kwargs = check_model_settings(model_settings, type(self).__name__,
+                                                 accepted_options(type(self).__init__))
+        self.model_settings = completion_kwargs
         _check_options(max_replans, max_execution_replans, samples, compensations, completion_kwargs)
         expressions = resolve_expressions(expressions, tools, subquestions)
         from llamabot.toolkits.calculator import CALCULATOR_TOOLS, EXPRESSION_TOOLS
@@ -100,7 +117,7 @@ class AoTBot(GraphBot):
         unknown = set(self.compensations) - set(self.tools) - set(self.decisions)
         if unknown:
             raise ValueError(f"compensations name tools that are not registered: {sorted(unknown)}")
-        self.model = get_model(model_name)
+        self.model = get_model(model)
         self.samples = samples
         if samples > 1:
             completion_kwargs = {"temperature": SAMPLE_TEMPERATURE, **completion_kwargs}

@@ -173,7 +173,7 @@ def run_baseline(model: ChatModel, method: str, puzzle: str, **completion_kwargs
     prompt = {"io": IO_PROMPT, "cot": COT_PROMPT}[method]
     started = time.perf_counter()
     try:
-        reply = SimpleBot(prompt, model, **completion_kwargs)(baseline_user(puzzle))
+        reply = SimpleBot(prompt, model=model, model_settings=completion_kwargs)(baseline_user(puzzle))
     except Exception as exc:  # noqa: BLE001 - one failed attempt is a recorded failure, not the end of the run
         return Attempt(puzzle, method, None, False, 0, 1, 0, 0, time.perf_counter() - started,
                        error=f"{type(exc).__name__}: {exc}")
@@ -191,8 +191,8 @@ def run_tot(model: ChatModel, puzzle: str, options: dict[str, Any], *, verify: b
     from llamabot.reasoning.tot.graph import ToTBot
 
     started = time.perf_counter()
-    bot = ToTBot(model, prompts=prompts or game24_prompts(), goal_test=is_solution_path if verify else None,
-                 **options, **completion_kwargs)
+    bot = ToTBot(model=model, prompts=prompts or game24_prompts(), goal_test=is_solution_path if verify else None,
+                 model_settings=completion_kwargs, **options)
     try:
         result = bot(puzzle)
     except Exception as exc:  # noqa: BLE001 - one failed attempt is a recorded failure, not the end of the run

@@ -13,10 +13,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import fields, replace
 from typing import Any
 
+from llamabot.bot.options import accepted_options, positional_model, strict_options
 from llamabot.graph.graphbot import GraphBot
 from llamabot.models.seam import ChatModel, TokenCallback, get_model
+from llamabot.models.settings import ModelSettings, check_model_settings
 from llamabot.observe.hooks import CallbackHook, RunHooks
 from llamabot.observe.tracing import Trace
+from llamabot.observe.usage import UsageLimits
 from llamabot.reasoning.tot.machine import ToTMachine, new_machine, path_texts
 from llamabot.reasoning.tot.messages import Start
 from llamabot.reasoning.tot.nodes import ExpandNode, GoalTest, ThoughtCallNode
@@ -30,7 +33,9 @@ _OPTION_NAMES = frozenset(f.name for f in fields(ToTOptions))
 class ToTBot(GraphBot):
     """Search a tree of thoughts for a solution to ``problem``: ``result = bot(problem)``.
 
-    ``model_name``: any LiteLLM model string, a chat model object (``ScriptedModel``) or ``None`` (default).
+    ``model``: any LiteLLM model string, a chat model object (``ScriptedModel``) or ``None`` (default);
+    ``model_settings``: provider settings (``temperature``, ``max_tokens``...); ``hooks``, ``usage_limits``: as for
+    every bot. Every option is a keyword; an unknown one is a ``TypeError``.
     ``options`` (or any :class:`ToTOptions` field as a keyword: ``branching_factor=2``...) shape the search.
     ``prompts``: a :class:`ToTPrompts` (e.g. ``Game24Prompts()``); ``generation_prompt`` / ``evaluation_prompt``
     override its system prompts. ``goal_test(problem, path) -> bool``: an optional trusted check that ends the
@@ -39,14 +44,17 @@ class ToTBot(GraphBot):
     before they are scored; the prompts' rules never look ahead or solve. ``json_output``: ask for JSON by
     ``response_format`` (enforced by grammar on the
     embedded model). ``stream_target`` receives streamed text (each piece also reaches the machine as
-    ``llm_partial``); ``on_step`` receives the machine after every update. Other keywords (``temperature``,
-    ``max_tokens``...) pass through to the model.
+    ``llm_partial``); ``on_step`` receives the machine after every update.
     """
 
+    @strict_options(extra=_OPTION_NAMES)
     def __init__(
         self,
-        model_name: str | ChatModel | None = None,
+        _model: str | ChatModel | None = None,
+        /,
         *,
+        model: str | ChatModel | None = None,
+        model_settings: ModelSettings | dict[str, Any] | None = None,
         options: ToTOptions | None = None,
         prompts: ToTPrompts | None = None,
         generation_prompt: str | None = None,
@@ -57,24 +65,28 @@ class ToTBot(GraphBot):
         stream_target: TokenCallback | None = None,
         on_step: Callable[[ToTMachine], None] | None = None,
         hooks: Iterable[RunHooks] = (),
-        **kwargs: Any,
+        usage_limits: UsageLimits | None = None,
+        **search_options: Any,
     ):
+        model = positional_model(type(self).__name__, _model, model)
         if on_step is not None:
             hooks = (*hooks, machine_steps(on_step))
-        super().__init__(hooks=hooks)
-        option_values = {name: kwargs.pop(name) for name in list(kwargs) if name in _OPTION_NAMES}
-        self.options = with_options(options, **option_values)
+        super().__init__(hooks=hooks, usage_limits=usage_limits)
+        settings = check_model_settings(model_settings, type(self).__name__,
+                                        accepted_options(type(self).__init__) | _OPTION_NAMES)
+        self.model_settings = settings
+        self.options = with_options(options, **search_options)
         prompts = prompts or ToTPrompts()
         if generation_prompt is not None:
             prompts = replace(prompts, generation_prompt=generation_prompt)
         if evaluation_prompt is not None:
             prompts = replace(prompts, evaluation_prompt=evaluation_prompt)
         self.prompts = prompts
-        self.model = get_model(model_name)
+        self.model = get_model(model)
         self.model_name = self.model.name
         self.stream_target = stream_target
         self.on_step = on_step
-        call = {"json_output": json_output, "completion_kwargs": kwargs}
+        call = {"json_output": json_output, "completion_kwargs": settings}
         self.generate_node = ThoughtCallNode("generate", self.model, prompts, **call)
         self.evaluate_node = ThoughtCallNode("evaluate", self.model, prompts, **call)
         self.expand_node = ExpandNode(goal_test, step_check=prompts.step_rules if check_steps else None)

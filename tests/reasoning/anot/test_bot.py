@@ -19,13 +19,13 @@ LINE = re.compile(r"^\[\d\d:\d\d:\d\d\.\d{3}\] \[(P1|P2|P3|RUN):R07\] ")
 
 def run_with_log(level: int) -> list[str]:
     lines: list[str] = []
-    bot = ANoTBot(ScriptedModel(responder=three_phase_responder()), debug=level, debug_sink=lines.append)
+    bot = ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=level, debug_sink=lines.append)
     bot("a kid-friendly cozy cafe", ITEMS, request_tag="R07")
     return lines
 
 
 def test_anot_bot_010_the_graph_is_strategy_lwt_layers_rank():
-    bot = ANoTBot(ScriptedModel(), debug=0)
+    bot = ANoTBot(model=ScriptedModel(), debug=0)
     diagram = str(bot.to_mermaid())
     for edge in ('-->|"lwt"|', '-->|"execute"|', '-->|"layer"|', '-->|"rank"|'):
         assert edge in diagram
@@ -42,11 +42,11 @@ def test_anot_bot_010_the_graph_is_strategy_lwt_layers_rank():
 
 
 def test_anot_bot_020_a_run_returns_ranking_strategy_script_outputs_and_phase_stats():
-    result = ANoTBot(ScriptedModel(responder=three_phase_responder()), debug=0)("kids and cozy", ITEMS)
+    result = ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=0)("kids and cozy", ITEMS)
     assert result.final_ranking.indices == (3, 1, 2) and result.final_ranking.source == "list"
     assert result.score_ranking.indices == (1, 3, 2)  # both conditions' outputs list 1 and 3
     assert result.ranking == result.score_ranking and result.best == 1  # rank_by="scores" is the default
-    seed_way = ANoTBot(ScriptedModel(responder=three_phase_responder()), debug=0, rank_by="final")("kids and cozy", ITEMS)
+    seed_way = ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=0, rank_by="final")("kids and cozy", ITEMS)
     assert seed_way.ranking.indices == (3, 1, 2) and seed_way.best == 3 and seed_way.ranking.source == "list"
     assert [s.id for s in result.steps] == ["c1", "c2", "final"]
     assert set(result.stats) == {"P1", "P2", "P3"}
@@ -60,13 +60,13 @@ def test_anot_bot_020_a_run_returns_ranking_strategy_script_outputs_and_phase_st
 
 
 def test_anot_bot_030_sync_and_async_bots_agree():
-    sync = ANoTBot(ScriptedModel(responder=three_phase_responder()), debug=0)("q", ITEMS)
-    asynchronous = asyncio.run(AsyncANoTBot(ScriptedModel(responder=three_phase_responder()), debug=0).arun("q", ITEMS))
+    sync = ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=0)("q", ITEMS)
+    asynchronous = asyncio.run(AsyncANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=0).arun("q", ITEMS))
     assert sync.ranking == asynchronous.ranking and sync.outputs == asynchronous.outputs and sync.lwt == asynchronous.lwt
 
 
 async def test_anot_bot_040_concurrent_runs_on_one_bot_keep_their_own_state():
-    bot = AsyncANoTBot(ScriptedModel(responder=three_phase_responder(), latency_s=0.001), debug=0)
+    bot = AsyncANoTBot(model=ScriptedModel(responder=three_phase_responder(), latency_s=0.001), debug=0)
     results = await asyncio.gather(*(bot.arun(f"query {i}", ITEMS[: 2 + i % 2]) for i in range(20)))
     assert len({r.trace.trace_id for r in results}) == 20
     for i, result in enumerate(results):
@@ -78,7 +78,7 @@ async def test_anot_bot_040_concurrent_runs_on_one_bot_keep_their_own_state():
 
 def test_anot_bot_050_each_run_needs_items():
     with pytest.raises(ValueError, match="at least one item"):
-        ANoTBot(ScriptedModel(), debug=0)("q", [])
+        ANoTBot(model=ScriptedModel(), debug=0)("q", [])
 
 
 def test_anot_dbg_010_level_0_is_silent_and_1_is_a_summary_in_the_seed_format():
@@ -128,5 +128,5 @@ def test_anot_mmd_010_the_lwt_dag_renders_as_mermaid():
     assert diagram.splitlines()[0] == "flowchart TD"
     assert '    s0["(c1) a #91;x#93;"]' in diagram and "#quot;q#quot;" in diagram
     assert "    s0 --> s2" in diagram and "    s1 --> s2" in diagram and "class s2 final" in diagram
-    result = ANoTBot(ScriptedModel(responder=three_phase_responder()), debug=0)("q", ITEMS)
+    result = ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=0)("q", ITEMS)
     assert result.lwt_mermaid()._repr_markdown_().startswith("```mermaid\nflowchart TD")

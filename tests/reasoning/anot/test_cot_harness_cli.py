@@ -24,19 +24,19 @@ def test_anot_cot_010_all_items_go_into_one_prompt_under_the_token_budget():
     dataset = load_dataset(FIXTURE_DATA)
     items = list(dataset.items[:10])
     model = ScriptedModel([text("Item 3 has everything.\n[3, 1, 2]")])
-    bot = CoTBot(model, token_budget=2000, debug=0)
+    bot = CoTBot(model=model, token_budget=2000, debug=0)
     result = bot("a quiet cafe", items)
     prompt = model.requests[0].last_user_text
     assert all(f"[{n}] name: " in prompt for n in range(1, 11))
     assert approx_tokens(prompt) <= 2000 + 200  # the budget plus the request and instructions
     assert result.ranking.parsed == (3, 1, 2) and result.ranking.indices[:3] == (3, 1, 2)
     assert result.stats["CoT"].calls == 1 and result.totals.prompt_tokens > 0
-    bigger = CoTBot(ScriptedModel(), token_budget=8000).prompt("q", items)
+    bigger = CoTBot(model=ScriptedModel(), token_budget=8000).prompt("q", items)
     assert len(bigger) > len(prompt)  # more budget, more review text
 
 
 def test_anot_cot_020_an_unparseable_answer_falls_back_to_item_order():
-    result = CoTBot(ScriptedModel([text("I cannot tell.")]), debug=0)("q", ITEMS)
+    result = CoTBot(model=ScriptedModel([text("I cannot tell.")]), debug=0)("q", ITEMS)
     assert result.ranking.source == "order" and result.ranking.indices == (1, 2, 3)
 
 
@@ -137,7 +137,7 @@ def test_anot_cli_010_an_interrupted_run_keeps_the_finished_requests(tmp_path):
     assert result.exit_code != 0
     document = json.loads(out.read_text())
     assert document["partial"] is True and [r["request_id"] for r in document["records"]["anot"]] == ["R01"]
-    assert document["provenance"]["anot"]["prompts"]["anot"] == prompt_version(ANoTBot(ScriptedModel()).prompt_texts)
+    assert document["provenance"]["anot"]["prompts"]["anot"] == prompt_version(ANoTBot(model=ScriptedModel()).prompt_texts)
 
 
 def test_anot_cli_020_bad_arguments_are_refused():

@@ -77,7 +77,7 @@ def test_anot_dag_010_any_dag_runs_each_step_only_after_its_dependencies(generat
 
     items = [{"x": 1}]
     model = RecordingModel(delays)
-    result = asyncio.run(AsyncANoTBot(model, debug=0, concurrency=4).aexecute(script, items))
+    result = asyncio.run(AsyncANoTBot(model=model, debug=0, concurrency=4).aexecute(script, items))
     prompts = {
         span.attributes["request"].last_user_text.split(":", 1)[0].removeprefix("step "): span.attributes["request"].last_user_text
         for span in result.trace.of_kind("model_call")
@@ -85,6 +85,6 @@ def test_anot_dag_010_any_dag_runs_each_step_only_after_its_dependencies(generat
     check_execution(steps, model, result.outputs, prompts)
 
     sync_model = RecordingModel({})
-    sync_result = AsyncANoTBot(sync_model, debug=0).execute(script, items)
+    sync_result = AsyncANoTBot(model=sync_model, debug=0).execute(script, items)
     assert sync_result.outputs == result.outputs
     check_execution(steps, sync_model, sync_result.outputs, prompts)

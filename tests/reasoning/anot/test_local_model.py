@@ -21,7 +21,7 @@ def test_anot_e2e_010_one_request_five_candidates_on_the_embedded_model(local_mo
     request = dataset.requests[0]  # R01: drive-thru, kid-friendly, no TV
     chosen = select_candidates(len(dataset.items), request.gold_idx, 5, 0, request.id)
     items = [dataset.items[i] for i in chosen]
-    bot = ANoTBot(local_model_name, debug=0, max_iterations=2)  # keep CI short: at most 3 agent decisions
+    bot = ANoTBot(model=local_model_name, debug=0, max_iterations=2)  # keep CI short: at most 3 agent decisions
     result = bot(request.text, items)
     assert sorted(result.ranking.indices) == [1, 2, 3, 4, 5]
     assert result.ranking.source in ("list", "integers", "scores", "order")

@@ -21,7 +21,7 @@ Strategy = strategy_model(YELP_VOCABULARY)
 
 def test_anot_p1_010_phase1_sees_the_request_and_a_compact_schema_not_the_items():
     model = ScriptedModel(responder=three_phase_responder())
-    result = ANoTBot(model, debug=0)("a kid-friendly cozy cafe", ITEMS)
+    result = ANoTBot(model=model, debug=0)("a kid-friendly cozy cafe", ITEMS)
     request = next(r for r in model.requests if phase(r) == "P1")
     prompt = request.last_user_text
     assert "a kid-friendly cozy cafe" in prompt and "Number of items: 3" in prompt
@@ -62,7 +62,7 @@ def test_anot_p1_030_invalid_strategies_are_sent_back_and_repaired(change, error
     bad = {**STRATEGY, **change}
     good = three_phase_responder()
     model = ScriptedModel([json_reply(bad)], responder=good)
-    result = ANoTBot(model, debug=0)("q", ITEMS)
+    result = ANoTBot(model=model, debug=0)("q", ITEMS)
     assert result.strategy is not None and result.errors == []
     repair = model.requests[1]
     assert phase(repair) == "P1" and error in repair.last_user_text
@@ -73,7 +73,7 @@ def test_anot_p1_040_without_a_valid_strategy_phase2_works_from_the_request():
         [json_reply({"nonsense": True})] * 3,
         responder=three_phase_responder(final="[2]"),
     )
-    result = ANoTBot(model, debug=0, max_repairs=2)("find a cafe", ITEMS)
+    result = ANoTBot(model=model, debug=0, max_repairs=2)("find a cafe", ITEMS)
     assert result.strategy is None and "phase 1" in result.errors[0]
     p2 = next(r for r in model.requests if phase(r) == "P2")
     assert "Request: find a cafe" in p2.last_user_text and "The script is empty" in p2.last_user_text
@@ -84,7 +84,7 @@ def test_anot_p1_040_without_a_valid_strategy_phase2_works_from_the_request():
 
 def test_anot_p1_050_total_items_is_corrected_to_the_real_count():
     model = ScriptedModel(responder=three_phase_responder(strategy={**STRATEGY, "total_items": 40}))
-    assert ANoTBot(model, debug=0)("q", ITEMS).strategy.total_items == 3
+    assert ANoTBot(model=model, debug=0)("q", ITEMS).strategy.total_items == 3
 
 
 def test_anot_p1_060_the_condition_vocabulary_is_configurable():
@@ -96,7 +96,7 @@ def test_anot_p1_060_the_condition_vocabulary_is_configurable():
     }
     books = [{"price": 8, "notes": ["Vegan options"]}, {"price": 30, "notes": ["steak"]}]
     model = ScriptedModel(responder=three_phase_responder(strategy=strategy, final="[1]", condition="[1]"))
-    result = ANoTBot(model, vocabulary=vocabulary, debug=0)("cheap or vegan", books)
+    result = ANoTBot(model=model, vocabulary=vocabulary, debug=0)("cheap or vegan", books)
     p1 = next(r for r in model.requests if phase(r) == "P1")
     assert "- [PRICE] price in dollars" in p1.messages[0]["content"] and "[ATTR]" not in p1.messages[0]["content"]
     assert "[MENTION] notes" in result.strategy_text
@@ -127,12 +127,12 @@ def test_anot_draft_010_one_step_per_condition_plus_final_with_located_paths():
 
 def test_anot_draft_020_phase2_starts_from_the_draft_unless_disabled():
     empty_start = ScriptedModel(responder=three_phase_responder())
-    ANoTBot(empty_start, draft=False, debug=0)("q", ITEMS)
+    ANoTBot(model=empty_start, draft=False, debug=0)("q", ITEMS)
     p2 = next(r for r in empty_start.requests if phase(r) == "P2")
     assert "The script is empty" in p2.last_user_text
     assert "Example:" in p2.messages[0]["content"]  # from scratch: the full syntax with a worked example
     drafted = ScriptedModel(responder=three_phase_responder())
-    ANoTBot(drafted, debug=0)("q", ITEMS)
+    ANoTBot(model=drafted, debug=0)("q", ITEMS)
     p2 = next(r for r in drafted.requests if phase(r) == "P2")
     assert "1. (c1)=LLM(" in p2.last_user_text and "3. (final)=LLM(" in p2.last_user_text
     assert p2.messages[0]["content"].startswith("You check an LWT script")  # the draft shows the syntax
@@ -140,7 +140,7 @@ def test_anot_draft_020_phase2_starts_from_the_draft_unless_disabled():
 
 def test_anot_draft_030_phase2_sees_each_condition_with_the_request_words_not_the_strategy_block():
     model = ScriptedModel(responder=three_phase_responder())
-    result = ANoTBot(model, debug=0)("q", ITEMS)
+    result = ANoTBot(model=model, debug=0)("q", ITEMS)
     p2 = next(r for r in model.requests if phase(r) == "P2").last_user_text
     assert '1. "w" -> attributes.GoodForKids = True' in p2
     assert '2. "w" -> reviews ~ "cozy"' in p2 and "Logic: AND(1, 2)" in p2
@@ -161,7 +161,7 @@ def test_anot_p1_070_repeated_conditions_are_merged_and_logic_rewritten():
         "message": "",
     }
     model = ScriptedModel(responder=three_phase_responder(strategy=repeated))
-    result = ANoTBot(model, debug=0)("q", ITEMS)
+    result = ANoTBot(model=model, debug=0)("q", ITEMS)
     assert [c.id for c in result.strategy.conditions] == [1, 2]
     assert result.strategy.logic == "AND(1, OR(2))"
     assert [s.id for s in result.steps] == ["c1", "c2", "final"]  # one phase 3 call per distinct condition

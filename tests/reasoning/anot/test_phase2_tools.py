@@ -34,7 +34,7 @@ def test_anot_p2_010_the_agent_edits_the_script_with_its_tools_and_done_hands_it
         tool_call("lwt_set", idx=4, step=FINAL),
         tool_call("done"),
     ))
-    result = ANoTBot(model, debug=0)("q", ITEMS)
+    result = ANoTBot(model=model, debug=0)("q", ITEMS)
     assert [s.id for s in result.steps] == ["c1", "c3", "c2", "final"]
     assert result.steps[3].prompt.startswith("c1={(c1)} c2={(c2)} c3={(c3)}")
     assert result.phase2["fallback"] is None and result.phase2["iterations"] == 5
@@ -48,7 +48,7 @@ def test_anot_p2_010_the_agent_edits_the_script_with_its_tools_and_done_hands_it
 
 def test_anot_p2_020_only_the_lwt_tools_are_offered_and_done_is_terminal():
     model = ScriptedModel(responder=scripted_phase2(tool_call("done")))
-    bot = ANoTBot(model, debug=0)
+    bot = ANoTBot(model=model, debug=0)
     bot("q", ITEMS)
     offered = [t["function"]["name"] for t in p2_requests(model)[0].tools]
     assert offered == ["lwt_list", "lwt_insert", "lwt_set", "read", "done"]
@@ -70,7 +70,7 @@ def test_anot_p2_020_only_the_lwt_tools_are_offered_and_done_is_terminal():
 )
 def test_anot_p2_030_a_malformed_step_is_an_error_the_model_sees_not_a_crash(step, error):
     model = ScriptedModel(responder=scripted_phase2(tool_call("lwt_insert", idx=1, step=step), tool_call("done")))
-    result = ANoTBot(model, debug=0)("q", ITEMS)
+    result = ANoTBot(model=model, debug=0)("q", ITEMS)
     feedback = tool_results(p2_requests(model)[-1])[0]
     assert feedback.startswith("Error: ") and error in feedback
     assert result.phase2["fallback"] is None and [s.id for s in result.steps] == ["c1", "c2", "final"]
@@ -82,7 +82,7 @@ def test_anot_p2_040_insert_notes_missing_keys_and_steps_not_written_yet():
         tool_call("lwt_set", idx=4, step="(c4)=LLM('{(items)}[*][attributes][WiFi]')"),
         tool_call("done"),
     ))
-    result = ANoTBot(model, debug=0)("q", ITEMS)
+    result = ANoTBot(model=model, debug=0)("q", ITEMS)
     note, fixed = tool_results(p2_requests(model)[-1])
     assert note.startswith("inserted (c4) as step 4 of 4.")
     assert "is missing in every item; keys at [attributes]: GoodForKids, WiFi, Ambience" in note
@@ -98,7 +98,7 @@ def test_anot_p2_050_done_refuses_an_unexecutable_script_and_the_model_fixes_it(
         tool_call("lwt_set", idx=3, step="(final)=LLM('{(c1)} {(c2)}')"),
         tool_call("done"),
     ))
-    result = ANoTBot(model, debug=0)("q", ITEMS)
+    result = ANoTBot(model=model, debug=0)("q", ITEMS)
     refused = tool_results(p2_requests(model)[-1])[1]
     assert refused.startswith("Error: LWTReferenceError: unknown reference: step 'final' references {(c7)}")
     assert result.steps[-1].prompt == "{(c1)} {(c2)}" and result.phase2["fallback"] is None
@@ -112,7 +112,7 @@ def test_anot_p2_060_read_walks_data_only_with_bounded_output():
         tool_call("read", path="query"),
         tool_call("done"),
     ))
-    ANoTBot(model, debug=0, read_chars=60)("the request", ITEMS)
+    ANoTBot(model=model, debug=0, read_chars=60)("the request", ITEMS)
     overview, dunder, reviews, query = tool_results(p2_requests(model)[-1])
     assert overview == "3 items, numbered 1..3; item fields: name, attributes, reviews"
     assert dunder.startswith("Error: DataPathError") and "'__' are not allowed" in dunder
@@ -123,7 +123,7 @@ def test_anot_p2_060_read_walks_data_only_with_bounded_output():
 def test_anot_p2_070_the_loop_is_bounded_and_the_forced_decision_names_done():
     listing = tool_call("lwt_list")
     model = ScriptedModel(responder=scripted_phase2(listing, listing, listing, tool_call("done")))
-    result = ANoTBot(model, debug=0, max_iterations=3)("q", ITEMS)
+    result = ANoTBot(model=model, debug=0, max_iterations=3)("q", ITEMS)
     requests = p2_requests(model)
     assert len(requests) == 4  # 3 decisions, then one forced
     assert [r.tool_choice for r in requests[:3]] == ["required"] * 3
@@ -136,7 +136,7 @@ def test_anot_p2_070_the_loop_is_bounded_and_the_forced_decision_names_done():
 
 def test_anot_p2_080_when_the_agent_fails_the_draft_runs_and_the_reason_is_kept():
     model = ScriptedModel(responder=scripted_phase2(tool_call("no_such_tool")))
-    result = ANoTBot(model, debug=0, max_errors=2)("q", ITEMS)
+    result = ANoTBot(model=model, debug=0, max_errors=2)("q", ITEMS)
     assert result.phase2["fallback"] == "the agent's script"  # the untouched draft, still executable
     assert "invalid tool calls in a row" in result.phase2["error"]
     assert "unknown tool 'no_such_tool'" in tool_results(p2_requests(model)[-1])[-1]
@@ -145,7 +145,7 @@ def test_anot_p2_080_when_the_agent_fails_the_draft_runs_and_the_reason_is_kept(
 
 def test_anot_p2_090_a_text_reply_without_a_tool_call_ends_phase2_with_the_script_so_far():
     model = ScriptedModel(responder=scripted_phase2(text("I think it is fine")))
-    result = ANoTBot(model, debug=0)("q", ITEMS)
+    result = ANoTBot(model=model, debug=0)("q", ITEMS)
     assert "no 'respond_to_user' tool" in result.phase2["error"]
     assert [s.id for s in result.steps] == ["c1", "c2", "final"]
 
@@ -157,7 +157,7 @@ async def test_anot_p2_100_concurrent_runs_never_share_a_script():
             return tool_call("lwt_insert", idx=1, step=f"(only_{tag})=LLM('{tag}')")
         return scripted_phase2(tool_call("done"))(request)
 
-    bot = AsyncANoTBot(ScriptedModel(responder=respond, latency_s=0.002), debug=0)
+    bot = AsyncANoTBot(model=ScriptedModel(responder=respond, latency_s=0.002), debug=0)
     first, second = await asyncio.gather(*(bot.arun("q", items) for items in (ITEMS, ITEMS[:2]) for _ in range(1)))
     assert [s.id for s in first.steps] == ["only_first", "c1", "c2", "final"]
     assert [s.id for s in second.steps] == ["only_second", "c1", "c2", "final"]
@@ -178,7 +178,7 @@ def test_anot_p2_080_a_failed_model_call_in_phase2_falls_back_too():
             raise ConnectionError("tool call cut short")
         return scripted_phase2(tool_call("done"))(request)
 
-    result = ANoTBot(ScriptedModel(responder=respond), debug=0)("q", ITEMS)
+    result = ANoTBot(model=ScriptedModel(responder=respond), debug=0)("q", ITEMS)
     assert result.phase2["error"] == "phase 2: ConnectionError: tool call cut short"
     assert result.phase2["fallback"] == "the agent's script" and result.final_ranking.parsed == (3, 1, 2)
 
@@ -193,13 +193,13 @@ def test_anot_p2_120_setting_a_step_to_itself_changes_nothing_and_says_so():
 def test_anot_p2_140_phase1s_message_reaches_phase2s_prompt():
     strategy = {**STRATEGY, "message": "Weigh the cozy reviews above everything else."}
     model = ScriptedModel(responder=scripted_phase2(tool_call("done"), strategy=strategy))
-    ANoTBot(model, debug=0)("kids and cozy", ITEMS)
+    ANoTBot(model=model, debug=0)("kids and cozy", ITEMS)
     first_phase2 = next(r for r in model.requests if phase(r) == "P2")
     assert "Note from planning: Weigh the cozy reviews above everything else." in first_phase2.last_user_text
 
 
 def test_anot_p2_140_an_empty_message_adds_no_note():
     model = ScriptedModel(responder=scripted_phase2(tool_call("done"), strategy={**STRATEGY, "message": "  "}))
-    ANoTBot(model, debug=0, draft=False)("kids and cozy", ITEMS)
+    ANoTBot(model=model, debug=0, draft=False)("kids and cozy", ITEMS)
     first_phase2 = next(r for r in model.requests if phase(r) == "P2")
     assert "Note from planning" not in first_phase2.last_user_text and "Request" not in first_phase2.last_user_text

@@ -31,7 +31,7 @@ def step_responder(request):
 
 async def test_anot_p3_010_independent_steps_run_concurrently():
     model = ScriptedModel(responder=step_responder, latency_s=0.05)
-    bot = AsyncANoTBot(model, debug=0, concurrency=10)
+    bot = AsyncANoTBot(model=model, debug=0, concurrency=10)
     started = time.perf_counter()
     result = await bot.aexecute(PARALLEL, ITEMS)
     elapsed = time.perf_counter() - started
@@ -57,10 +57,10 @@ async def test_anot_p3_020_the_concurrency_limit_is_honoured():
             in_flight -= 1
             return ModelReply(content="[1]")
 
-    await AsyncANoTBot(Counting(), debug=0, concurrency=3).aexecute(PARALLEL, ITEMS)
+    await AsyncANoTBot(model=Counting(), debug=0, concurrency=3).aexecute(PARALLEL, ITEMS)
     assert peak == 3
     with pytest.raises(ValueError, match="concurrency must be at least 1"):
-        AsyncANoTBot(Counting(), concurrency=0)
+        AsyncANoTBot(model=Counting(), concurrency=0)
 
 
 def test_anot_p3_030_sync_and_async_runs_give_the_same_outputs():
@@ -69,15 +69,15 @@ def test_anot_p3_030_sync_and_async_runs_give_the_same_outputs():
     def echo(request):
         return text(f"<{request.last_user_text}>")
 
-    sync = ANoTBot(ScriptedModel(responder=echo), debug=0).execute(script, ITEMS, "q?")
-    asynchronous = asyncio.run(AsyncANoTBot(ScriptedModel(responder=echo), debug=0).aexecute(script, ITEMS, "q?"))
+    sync = ANoTBot(model=ScriptedModel(responder=echo), debug=0).execute(script, ITEMS, "q?")
+    asynchronous = asyncio.run(AsyncANoTBot(model=ScriptedModel(responder=echo), debug=0).aexecute(script, ITEMS, "q?"))
     assert sync.outputs == asynchronous.outputs == {"a": "<A>", "b": "<<A> and B>", "final": "<<<A> and B> q?>"}
 
 
 def test_anot_p3_040_a_step_that_cannot_be_filled_does_not_call_the_model():
     script = "(a)=LLM('{(items)}[1][reviews][oops]')\n(final)=LLM('a said {(a)}')"
     model = ScriptedModel(responder=lambda r: text("[2, 1]"))
-    result = ANoTBot(model, debug=0).execute(script, ITEMS)
+    result = ANoTBot(model=model, debug=0).execute(script, ITEMS)
     assert result.outputs["a"].startswith("ERROR: step 'a': cannot fill {(items)}[1][reviews][oops]")
     assert len(model.requests) == 1 and "a said ERROR:" in model.requests[0].last_user_text
     assert result.errors and result.final_ranking.parsed == (2, 1)
@@ -85,7 +85,7 @@ def test_anot_p3_040_a_step_that_cannot_be_filled_does_not_call_the_model():
 
 def test_anot_p3_050_invalid_scripts_are_refused_before_any_model_call():
     model = ScriptedModel()
-    bot = ANoTBot(model, debug=0)
+    bot = ANoTBot(model=model, debug=0)
     with pytest.raises(LWTCycleError):
         bot.execute("(a)=LLM('{(b)}')\n(b)=LLM('{(a)}')", ITEMS)
     with pytest.raises(LWTReferenceError):
@@ -104,7 +104,7 @@ async def test_anot_p3_060_a_model_failure_propagates_after_the_layer_finished()
 def test_anot_p3_070_the_final_output_becomes_the_ranking_with_score_fallback():
     script = "(c1)=LLM('x')\n(c2)=LLM('y')\n(final)=LLM('{(c1)} {(c2)}')"
     model = ScriptedModel([text("[2, 3]"), text("[3]"), text("I am not sure.")])
-    result = ANoTBot(model, debug=0).execute(script, ITEMS)
+    result = ANoTBot(model=model, debug=0).execute(script, ITEMS)
     assert result.ranking.source == "scores" and result.ranking.indices == (3, 2, 1)  # votes: 3 twice, 2 once
     assert result.score_ranking.indices == (3, 2, 1)
 
@@ -114,8 +114,8 @@ async def test_anot_p3_080_every_step_call_carries_the_step_limits_and_completio
     run, so steps ran without ``step_max_tokens`` (1024 tokens of rambling instead of 128)."""
     script = "(c1)=LLM('kids: {(items)}[*][attributes][GoodForKids]. Which are True?')\n(final)=LLM('{(c1)} top-5')"
     model = ScriptedModel(responder=lambda request: text("[1, 3]"))
-    ANoTBot(model, debug=0, step_max_tokens=40, temperature=0.2).execute(script, ITEMS)
-    await AsyncANoTBot(model, debug=0, step_max_tokens=40, temperature=0.2).aexecute(script, ITEMS)
+    ANoTBot(model=model, debug=0, step_max_tokens=40, temperature=0.2).execute(script, ITEMS)
+    await AsyncANoTBot(model=model, debug=0, step_max_tokens=40, temperature=0.2).aexecute(script, ITEMS)
     assert len(model.requests) == 4
     assert all(r.params == {"temperature": 0.2, "max_tokens": 40} for r in model.requests)
 
@@ -124,7 +124,7 @@ def test_anot_p3_090_rank_by_scores_uses_the_logic_over_the_condition_steps():
     def run(rank_by, outputs):
         model = ScriptedModel([text(o) for o in outputs])
         script = "(c1)=LLM('x')\n(c2)=LLM('y')\n(final)=LLM('{(c1)} {(c2)}')"
-        return ANoTBot(model, debug=0, rank_by=rank_by).execute(script, ITEMS)
+        return ANoTBot(model=model, debug=0, rank_by=rank_by).execute(script, ITEMS)
 
     echoed = ["[2, 3]", "[3]", "[1, 2, 3]"]  # the final step answers with the item order
     assert run("final", echoed).ranking.indices == (1, 2, 3)
@@ -133,7 +133,7 @@ def test_anot_p3_090_rank_by_scores_uses_the_logic_over_the_condition_steps():
     nothing = run("scores", ["[]", "[]", "[2, 1]"])  # no condition step listed any item: the final step decides
     assert nothing.ranking.indices == (2, 1, 3) and nothing.ranking.source == "list"
     with pytest.raises(ValueError, match="rank_by"):
-        ANoTBot(ScriptedModel([]), debug=0, rank_by="vibes")
+        ANoTBot(model=ScriptedModel([]), debug=0, rank_by="vibes")
 
 
 # -- the sync path overlaps a layer's steps too (issue #14) -----------------------------------------------------
@@ -172,7 +172,7 @@ class BarrierModel:
 @pytest.mark.parametrize("concurrency", [2, 5, 10])
 def test_anot_p3_100_the_sync_bot_runs_a_layers_steps_concurrently_up_to_the_limit(concurrency):
     model = BarrierModel(parties=concurrency)
-    result = ANoTBot(model, debug=0, concurrency=concurrency).execute(PARALLEL, ITEMS)
+    result = ANoTBot(model=model, debug=0, concurrency=concurrency).execute(PARALLEL, ITEMS)
     assert model.peak == concurrency  # the ten steps of layer 1 overlapped, never more than the limit
     assert result.outputs["c1"] == "[2]" and result.final_ranking.parsed == (3, 2, 1)
     steps = result.trace.of_kind("lwt_step")
@@ -184,7 +184,7 @@ def test_anot_p3_100_the_sync_bot_runs_a_layers_steps_concurrently_up_to_the_lim
 def test_anot_p3_100_with_concurrency_1_the_sync_steps_run_one_at_a_time():
     model = BarrierModel(parties=2, timeout=0.3)
     with pytest.raises(threading.BrokenBarrierError):  # the barrier cannot be released by one call at a time
-        ANoTBot(model, debug=0, concurrency=1).execute(PARALLEL, ITEMS)
+        ANoTBot(model=model, debug=0, concurrency=1).execute(PARALLEL, ITEMS)
     assert model.peak == 1
 
 

@@ -35,7 +35,7 @@ class RoundTrip(RunHooks):
 
 @pytest.mark.parametrize("asynchronous", [False, True])
 def test_anot_state_010_the_state_round_trips_at_every_node_boundary_of_a_three_phase_run(asynchronous):
-    bot = ANoTBot(ScriptedModel(responder=three_phase_responder()), debug=0)
+    bot = ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=0)
     hook = RoundTrip(bot.state_classes)
     if asynchronous:
         result, _ = asyncio.run(bot.arun_with_trace("kids and cozy", items=ITEMS, hooks=[hook]))
@@ -47,7 +47,7 @@ def test_anot_state_010_the_state_round_trips_at_every_node_boundary_of_a_three_
 
 
 def test_anot_state_010_the_strategy_classes_are_the_bots_state_classes():
-    bot = ANoTBot(ScriptedModel(), debug=0)
+    bot = ANoTBot(model=ScriptedModel(), debug=0)
     model, condition = bot.state_classes
     assert model is bot.strategy_model and condition.__name__ == "Condition"
     state = new_anot_state("q", ITEMS, tag="R01", trace_id="t")
@@ -68,7 +68,7 @@ def test_anot_state_020_no_live_handle_is_in_a_fresh_state():
 def test_anot_state_030_a_run_continues_from_a_checkpoint_inside_phase_2_with_its_saved_script():
     c3 = "(c3)=LLM('WiFi: {(items)}[*][attributes][WiFi]. Which are free? Output: [indices]')"
     responder = scripted_phase2(tool_call("lwt_insert", idx=3, step=c3), tool_call("lwt_list"), tool_call("done"))
-    bot = ANoTBot(ScriptedModel(responder=responder), debug=0)
+    bot = ANoTBot(model=ScriptedModel(responder=responder), debug=0)
     saved: list[Any] = []
     whole = bot.run_sync("q", items=ITEMS, hooks=[bot.checkpoints(saved.append)])[0]
     assert [s.id for s in whole.steps] == ["c1", "c2", "c3", "final"]

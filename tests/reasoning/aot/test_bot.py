@@ -35,7 +35,7 @@ DIVIDE_BY_ZERO = {"atoms": [
 
 
 def test_aot_bot_010_the_graph_is_plan_then_execute_built_from_the_agents_node_kind():
-    bot = AoTBot(expressions=False, model_name=ScriptedModel())
+    bot = AoTBot(expressions=False, model=ScriptedModel())
     assert isinstance(bot.plan_node, DualNode) and isinstance(bot.execute_node, DualNode)
     assert bot.plan_node.span_kind == "decision"  # the planner is a decision-kind node, as the agent's DecideNode
     assert bot.plan_node.successors == {"valid": bot.execute_node, "invalid": bot.plan_node}
@@ -47,7 +47,7 @@ def test_aot_bot_010_the_graph_is_plan_then_execute_built_from_the_agents_node_k
 
 def test_aot_bot_020_the_plan_prompt_explains_references_with_an_example_and_asks_for_the_schema():
     model = ScriptedModel([json_reply(GOOD)])
-    result = AoTBot(expressions=False, model_name=model)("What is (15 + 7) * 3 - 10?")
+    result = AoTBot(expressions=False, model=model)("What is (15 + 7) * 3 - 10?")
     assert result.answer == 56 and result.replans == 0
     request = model.requests[0]
     prompt = request.messages[0]["content"]
@@ -62,7 +62,7 @@ def test_aot_bot_020_the_plan_prompt_explains_references_with_an_example_and_ask
 
 def test_aot_bot_030_an_invalid_plan_is_sent_back_with_its_errors_and_replanned():
     model = ScriptedModel([json_reply(BAD), text("{not json"), json_reply(GOOD)])
-    result = AoTBot(expressions=False, model_name=model)("q")
+    result = AoTBot(expressions=False, model=model)("q")
     assert result.answer == 56 and result.replans == 2 and result.parse_failures == 1
     assert "unknown tool 'sqrt'" in result.plan_errors[0][0]
     assert result.plan_errors[1][0].startswith("plan: ") and "Invalid JSON" in result.plan_errors[1][0]
@@ -73,19 +73,19 @@ def test_aot_bot_030_an_invalid_plan_is_sent_back_with_its_errors_and_replanned(
 def test_aot_bot_040_after_bounded_replans_a_typed_error_holds_the_plan_and_errors():
     model = ScriptedModel([json_reply(BAD)] * 3)
     with pytest.raises(PlanValidationError) as info:
-        AoTBot(expressions=False, model_name=model, max_replans=2)("q")
+        AoTBot(expressions=False, model=model, max_replans=2)("q")
     assert info.value.plan.atoms[0].name == "sqrt" and len(model.requests) == 3
     assert any(e.code == "unknown_tool" and e.atom == 1 for e in info.value.errors)
 
 
 def test_aot_bot_050_execution_failures_raise_with_the_partial_record():
     with pytest.raises(AtomExecutionError) as info:
-        AoTBot(expressions=False, model_name=ScriptedModel([json_reply(DIVIDE_BY_ZERO)]), max_execution_replans=0)("1/0")
+        AoTBot(expressions=False, model=ScriptedModel([json_reply(DIVIDE_BY_ZERO)]), max_execution_replans=0)("1/0")
     assert info.value.atom.id == 1 and info.value.record.failed_atom == 1 and info.value.earlier == ()
 
 
 async def test_aot_bot_060_async_twin():
-    result = await AsyncAoTBot(expressions=False, model_name=ScriptedModel([json_reply(GOOD)])).arun("q")
+    result = await AsyncAoTBot(expressions=False, model=ScriptedModel([json_reply(GOOD)])).arun("q")
     assert result.answer == 56 and json.loads(json.dumps(result.to_dict(), default=str))["answer"] == 56
 
 
@@ -249,12 +249,12 @@ def test_aot_eval_047_resumed_attempts_names_an_unreadable_attempt():
 def test_aot_bot_070_executed_atoms_appear_in_the_trace_also_when_execution_fails():
     # Atom spans are tool calls now (category tool_call, kind atom), so their resolved inputs are under
     # "arguments", as for every tool call (FuncNode's spans, astream's tool_started events), no longer "inputs".
-    result = AoTBot(expressions=False, model_name=ScriptedModel([json_reply(GOOD)]))("q")
+    result = AoTBot(expressions=False, model=ScriptedModel([json_reply(GOOD)]))("q")
     atoms = result.trace.of_kind("atom")
     assert [s.name for s in atoms] == ["1:add", "2:multiply", "3:subtract"]
     assert {s.category for s in atoms} == {"tool_call"}
     assert atoms[1].attributes["arguments"] == {"a": 22.0, "b": 3} and atoms[1].attributes["result"] == 66.0
-    bot = AoTBot(expressions=False, model_name=ScriptedModel([json_reply(DIVIDE_BY_ZERO)]), max_execution_replans=0)
+    bot = AoTBot(expressions=False, model=ScriptedModel([json_reply(DIVIDE_BY_ZERO)]), max_execution_replans=0)
     with pytest.raises(AtomExecutionError):
         bot("1/0")
     [failed] = bot.last_trace.of_kind("atom")

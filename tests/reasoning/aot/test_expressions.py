@@ -36,7 +36,7 @@ PLAN = {
 
 def test_aot_expr_010_the_planner_sees_calculate_and_worked_examples_of_it():
     model = ScriptedModel([json_reply(PLAN)])
-    bot = AoTBot(model_name=model, expressions=True)
+    bot = AoTBot(model=model, expressions=True)
     assert list(bot.tools) == ["calculate"]  # the default tools become just calculate
     bot("Amy had 4 pens and 21 pencils...")
     prompt = model.requests[0].messages[0]["content"]
@@ -53,10 +53,10 @@ def test_aot_expr_010_the_planner_sees_calculate_and_worked_examples_of_it():
 def test_aot_expr_010_on_by_default_with_the_calculator_off_with_your_tools_or_sub_questions():
     from llamabot.toolkits.calculator import CALCULATOR_TOOLS, add
 
-    assert list(AoTBot(model_name=ScriptedModel([])).tools) == ["calculate"]  # the measured default
-    assert list(AoTBot([add], model_name=ScriptedModel([])).tools) == ["add"]
-    assert "calculate" not in AoTBot(model_name=ScriptedModel([]), subquestions=True).tools
-    off = AoTBot(model_name=ScriptedModel([]), expressions=False)
+    assert list(AoTBot(model=ScriptedModel([])).tools) == ["calculate"]  # the measured default
+    assert list(AoTBot([add], model=ScriptedModel([])).tools) == ["add"]
+    assert "calculate" not in AoTBot(model=ScriptedModel([]), subquestions=True).tools
+    off = AoTBot(model=ScriptedModel([]), expressions=False)
     assert list(off.tools) == [t.__name__ for t in CALCULATOR_TOOLS]
     assert "calculate" not in off.plan_node.system["content"]
 
@@ -64,14 +64,14 @@ def test_aot_expr_010_on_by_default_with_the_calculator_off_with_your_tools_or_s
 def test_aot_expr_010_given_tools_keep_theirs_and_gain_calculate():
     from llamabot.toolkits.calculator import add
 
-    bot = AoTBot([add], model_name=ScriptedModel([]), expressions=True)
+    bot = AoTBot([add], model=ScriptedModel([]), expressions=True)
     assert list(bot.tools) == ["calculate", "add"]
     with pytest.raises(ValueError, match="choose one"):
-        AoTBot(model_name=ScriptedModel([]), expressions=True, subquestions=True)
+        AoTBot(model=ScriptedModel([]), expressions=True, subquestions=True)
 
 
 def test_aot_expr_020_expressions_with_embedded_references_run_exactly():
-    result = AoTBot(model_name=ScriptedModel([json_reply(PLAN)]), expressions=True)("q")
+    result = AoTBot(model=ScriptedModel([json_reply(PLAN)]), expressions=True)("q")
     assert result.answer == 6
     assert [result.record.atoms[i].inputs for i in (1, 2)] == [
         {"expression": "4 + 21"},
@@ -95,7 +95,7 @@ def test_aot_expr_020_a_bad_expression_is_shown_to_the_planner_who_writes_the_pl
         ]
     }
     model = ScriptedModel([json_reply(bad), json_reply(PLAN)])
-    result = AoTBot(model_name=model, expressions=True)("q")
+    result = AoTBot(model=model, expressions=True)("q")
     assert result.answer == 6
     failure = model.requests[1].messages[-1]["content"]
     assert "division by zero: 25 / 0" in failure and "atom 1" in failure

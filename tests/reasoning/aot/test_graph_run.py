@@ -59,7 +59,7 @@ STATE_KEYS = sorted(["memory", "plan", "notes", "plan_errors", "parse_failures",
 def test_aot_run_010_the_state_round_trips_through_the_codec_at_every_node_boundary(path):
     model = ScriptedModel([json_reply(BAD), json_reply(WIDE)])
     recorder = Recorder()
-    bot = AoTBot(expressions=False, model_name=model, hooks=[recorder])
+    bot = AoTBot(expressions=False, model=model, hooks=[recorder])
     result = bot("q") if path == "sync" else asyncio.run(bot.arun("q"))
     assert result.answer == {3: 6.0, 4: 14.0} and result.replans == 1
     assert [(node, action) for node, action, _ in recorder.boundaries] == [
@@ -94,7 +94,7 @@ def test_aot_run_010_the_state_round_trips_on_the_failure_path_too():
         {"id": 4, "kind": "final", "name": "report", "dependsOn": [3]},
     ]}
     recorder = Recorder()
-    bot = AoTBot([book, pay], ScriptedModel([json_reply(plan)]), compensations={"book": cancel}, hooks=[recorder],
+    bot = AoTBot([book, pay], model=ScriptedModel([json_reply(plan)]), compensations={"book": cancel}, hooks=[recorder],
                  max_execution_replans=0)
     with pytest.raises(AtomExecutionError, match="card declined") as info:
         bot("q")
@@ -113,7 +113,7 @@ def test_aot_run_010_the_state_round_trips_on_the_failure_path_too():
 
 def test_aot_run_020_hooks_see_each_atom_as_a_tool_call_inside_its_layer_step():
     recorder = Recorder()
-    result = AoTBot(expressions=False, model_name=ScriptedModel([json_reply(EXAMPLE_PLAN)]), hooks=[recorder])("q")
+    result = AoTBot(expressions=False, model=ScriptedModel([json_reply(EXAMPLE_PLAN)]), hooks=[recorder])("q")
     steps = [(e[0], e[2], e[3]) for e in recorder.events if e[1] in ("node", "tool_call")]
     assert steps == [
         ("start", "decision", "plan"), ("end", "decision", "plan"),
@@ -156,7 +156,7 @@ def test_aot_run_030_on_the_async_path_the_atoms_of_a_layer_run_as_concurrent_to
                "dependsOn": [i - 4]} for i in range(5, 9)]
     atoms.append({"id": 9, "kind": "final", "name": "report", "dependsOn": list(range(5, 9))})
     recorder = Recorder()
-    bot = AsyncAoTBot([slow, blocking], ScriptedModel([json_reply({"atoms": atoms})]), hooks=[recorder])
+    bot = AsyncAoTBot([slow, blocking], model=ScriptedModel([json_reply({"atoms": atoms})]), hooks=[recorder])
     started = time.perf_counter()
     result = asyncio.run(bot.arun("q"))
     assert time.perf_counter() - started < 0.35  # 8 x 50 ms would be 0.4 s in sequence
@@ -177,7 +177,7 @@ def test_aot_run_030_on_the_async_path_the_atoms_of_a_layer_run_as_concurrent_to
 
 def test_aot_run_040_astream_reports_the_plan_decision_and_every_atom_as_it_runs():
     async def stream():
-        bot = AsyncAoTBot(expressions=False, model_name=ScriptedModel([json_reply(BAD), json_reply(WIDE)]))
+        bot = AsyncAoTBot(expressions=False, model=ScriptedModel([json_reply(BAD), json_reply(WIDE)]))
         return [e async for e in bot.astream("q")]
 
     events = asyncio.run(stream())
@@ -202,7 +202,7 @@ def test_aot_run_050_the_plan_decision_and_repairs_are_logged_at_debug_level():
     sink = logger.add(lines.append, level="DEBUG", format="{message}")
     logger.enable("llamabot")  # the library is silent until the user opts in
     try:
-        AoTBot(expressions=False, model_name=ScriptedModel([json_reply(BAD), json_reply(EXAMPLE_PLAN)]))("q")
+        AoTBot(expressions=False, model=ScriptedModel([json_reply(BAD), json_reply(EXAMPLE_PLAN)]))("q")
     finally:
         logger.disable("llamabot")
         logger.remove(sink)
@@ -228,7 +228,7 @@ def test_aot_run_060_a_run_resumed_after_a_layer_does_not_repeat_its_atoms():
     from llamabot.toolkits.calculator import multiply
 
     def make():
-        return AoTBot([add, multiply], ScriptedModel(responder=lambda request: json_reply(WIDE)))
+        return AoTBot([add, multiply], model=ScriptedModel(responder=lambda request: json_reply(WIDE)))
 
     bot = make()
     saved: list[Checkpoint] = []

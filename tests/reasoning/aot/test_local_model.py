@@ -10,7 +10,7 @@ pytestmark = pytest.mark.local_model
 
 
 def test_aot_e2e_010_the_embedded_model_plans_and_the_program_computes(local_model_name):
-    bot = AoTBot(model_name=local_model_name)
+    bot = AoTBot(model=local_model_name)
     result = bot("What is (15 + 7) * 3 - 10?")
     assert result.plan.final is not None  # parsed and validated (re-plans allowed, bounded)
     assert all(r.status == "ok" for r in result.record.atoms.values())

@@ -25,7 +25,7 @@ DIVIDE_BY_ZERO = {
 @pytest.mark.parametrize("path", ["sync", "async"])
 def test_aot_replan_010_a_failed_execution_is_shown_to_the_planner_which_plans_again(path):
     model = ScriptedModel([json_reply(DIVIDE_BY_ZERO), json_reply(EXAMPLE_PLAN)])
-    bot = AoTBot(expressions=False, model_name=model)
+    bot = AoTBot(expressions=False, model=model)
     result = (
         bot("What is (15 + 7) * 3 - 10?")
         if path == "sync"
@@ -55,7 +55,7 @@ def test_aot_replan_010_a_failed_execution_is_shown_to_the_planner_which_plans_a
 def test_aot_replan_020_re_plans_are_bounded_and_the_last_error_names_the_atom_and_every_failure():
     model = ScriptedModel([json_reply(DIVIDE_BY_ZERO)] * 3)
     with pytest.raises(AtomExecutionError) as info:
-        AoTBot(expressions=False, model_name=model, max_execution_replans=2)("1/0")
+        AoTBot(expressions=False, model=model, max_execution_replans=2)("1/0")
     error = info.value
     assert len(model.requests) == 3  # the first plan and two re-plans, no more
     assert error.atom.id == 1 and error.record.failed_atom == 1 and len(error.earlier) == 2
@@ -63,7 +63,7 @@ def test_aot_replan_020_re_plans_are_bounded_and_the_last_error_names_the_atom_a
     assert message.startswith("atom 1 (tool 'divide') failed with inputs {'a': 1, 'b': 0}: ZeroDivisionError")
     assert "(plan 3; the earlier plans failed too: atom 1 (tool 'divide')" in message
     with pytest.raises(ValueError, match="max_execution_replans must be at least 0"):
-        AoTBot(expressions=False, model_name=ScriptedModel(), max_execution_replans=-1)
+        AoTBot(expressions=False, model=ScriptedModel(), max_execution_replans=-1)
 
 
 def test_aot_replan_030_completed_atoms_are_compensated_before_the_new_plan_runs():
@@ -99,7 +99,7 @@ def test_aot_replan_030_completed_atoms_are_compensated_before_the_new_plan_runs
         }
 
     model = ScriptedModel([json_reply(plan(500)), json_reply(plan(50))])
-    result = AoTBot([book, pay], model, compensations={"book": cancel})("book and pay")
+    result = AoTBot([book, pay], model=model, compensations={"book": cancel})("book and pay")
     assert log == ["book hotel", "cancel booking-hotel", "book hotel", "pay 50"]
     assert result.answer == "paid" and "card declined" in result.execution_failures[0]
     assert "card declined" in model.requests[1].last_user_text
@@ -135,7 +135,7 @@ async def test_aot_run_070_a_cancelled_graph_run_compensates_the_atoms_it_comple
             {"id": 4, "kind": "final", "name": "report", "dependsOn": [2, 3]},
         ]
     }
-    bot = AoTBot([book, wait], ScriptedModel([json_reply(plan)]), compensations={"book": cancel_booking})
+    bot = AoTBot([book, wait], model=ScriptedModel([json_reply(plan)]), compensations={"book": cancel_booking})
     task = asyncio.ensure_future(bot.arun("book"))
     await asyncio.wait_for(waiting.wait(), 5)  # layer 1 done; in layer 2 atom 2 done, atom 3 waiting
     await asyncio.sleep(0)

@@ -73,7 +73,7 @@ def test_aot_sc_010_k_sampled_plans_are_all_executed_and_the_majority_answer_win
         ]
     )
     hooks = Boundaries()
-    bot = AoTBot(expressions=False, model_name=model, samples=3, hooks=[hooks])
+    bot = AoTBot(expressions=False, model=model, samples=3, hooks=[hooks])
     result = bot("q") if path == "sync" else asyncio.run(bot.arun("q"))
     assert result.answer == 6 and result.votes == 2  # 5, 6, 6: the second sample's plan is the winner's
     assert result.plan.atoms[0].name == "multiply" and result.record.answer == 6
@@ -98,16 +98,16 @@ def test_aot_sc_010_k_sampled_plans_are_all_executed_and_the_majority_answer_win
 
 def test_aot_sc_010_the_given_temperature_is_used_and_one_sample_keeps_the_greedy_default():
     model = ScriptedModel([json_reply(plan("add", 1, 1))] * 2)
-    AoTBot(expressions=False, model_name=model, samples=2, temperature=0.3)("q")
+    AoTBot(expressions=False, model=model, samples=2, temperature=0.3)("q")
     assert [r.params for r in model.requests] == [{"temperature": 0.3}] * 2
     single = ScriptedModel([json_reply(plan("add", 1, 1))])
-    result = AoTBot(expressions=False, model_name=single)("q")
+    result = AoTBot(expressions=False, model=single)("q")
     assert single.requests[0].params == {} and result.samples == [] and result.votes == 1
 
 
 def test_aot_sc_030_a_sample_that_gives_up_does_not_end_the_run():
     model = ScriptedModel([json_reply(BAD), json_reply(DIVIDE_BY_ZERO), json_reply(plan("add", 2, 2))])
-    result = AoTBot(expressions=False, model_name=model, samples=3, max_replans=0, max_execution_replans=0)("q")
+    result = AoTBot(expressions=False, model=model, samples=3, max_replans=0, max_execution_replans=0)("q")
     assert result.answer == 4 and result.votes == 1
     errors = [s["error"] for s in result.samples]
     assert errors[0].startswith("invalid plan: atom 1: unknown tool 'sqrt'")
@@ -117,26 +117,26 @@ def test_aot_sc_030_a_sample_that_gives_up_does_not_end_the_run():
 def test_aot_sc_030_when_every_sample_fails_the_last_ones_typed_error_is_raised():
     model = ScriptedModel([json_reply(BAD), json_reply(DIVIDE_BY_ZERO)])
     with pytest.raises(AtomExecutionError, match="atom 1 \\(tool 'divide'\\)"):
-        AoTBot(expressions=False, model_name=model, samples=2, max_replans=0, max_execution_replans=0)("q")
+        AoTBot(expressions=False, model=model, samples=2, max_replans=0, max_execution_replans=0)("q")
     model = ScriptedModel([json_reply(DIVIDE_BY_ZERO), json_reply(BAD)])
     with pytest.raises(PlanValidationError, match="unknown tool 'sqrt'"):
-        AoTBot(expressions=False, model_name=model, samples=2, max_replans=0, max_execution_replans=0)("q")
+        AoTBot(expressions=False, model=model, samples=2, max_replans=0, max_execution_replans=0)("q")
 
 
 def test_aot_sc_040_options_that_cannot_work_are_refused():
     with pytest.raises(ValueError, match="samples must be at least 1"):
-        AoTBot(expressions=False, model_name=ScriptedModel(), samples=0)
+        AoTBot(expressions=False, model=ScriptedModel(), samples=0)
     with pytest.raises(ValueError, match="samples=3 needs temperature > 0"):
-        AoTBot(expressions=False, model_name=ScriptedModel(), samples=3, temperature=0)
+        AoTBot(expressions=False, model=ScriptedModel(), samples=3, temperature=0)
     with pytest.raises(ValueError, match="cannot be combined with compensations"):
-        AoTBot(expressions=False, model_name=ScriptedModel(), samples=2, compensations={"add": lambda: None})
+        AoTBot(expressions=False, model=ScriptedModel(), samples=2, compensations={"add": lambda: None})
 
 
 def test_aot_sc_010_the_sample_and_vote_edges_exist_only_with_samples():
-    one = AoTBot(expressions=False, model_name=ScriptedModel())
+    one = AoTBot(expressions=False, model=ScriptedModel())
     assert one.compensate_node.successors == {"replan": one.plan_node} and not hasattr(one, "vote_node")
     assert one.report_node.successors == {}
-    many = AoTBot(expressions=False, model_name=ScriptedModel(), samples=3)
+    many = AoTBot(expressions=False, model=ScriptedModel(), samples=3)
     for node in (many.plan_node, many.report_node, many.compensate_node):
         assert node.successors["sample"] is many.plan_node and node.successors["vote"] is many.vote_node
     assert '-->|"vote"|' in str(many.to_mermaid())

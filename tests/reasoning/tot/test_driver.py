@@ -30,7 +30,7 @@ def generic(request):
 
 def test_tot_drv_010_each_directive_becomes_one_model_call_and_the_result_comes_back():
     model = oracle_model()
-    bot = ToTBot(model, **GAME)
+    bot = ToTBot(model=model, **GAME)
     result = bot("4 9 10 13")
     assert result.termination.reason == "threshold" and result.termination.status == "completed"
     assert result.answer is not None and check_game24("4 9 10 13", result.answer)
@@ -46,15 +46,15 @@ def test_tot_drv_010_each_directive_becomes_one_model_call_and_the_result_comes_
 
 def test_tot_drv_020_the_async_twin_makes_the_same_calls_and_finds_the_same_answer():
     sync_model, async_model = oracle_model(), oracle_model()
-    sync_result = ToTBot(sync_model, **GAME)("1 1 4 6")
-    async_result = asyncio.run(AsyncToTBot(async_model, **GAME).arun("1 1 4 6"))
+    sync_result = ToTBot(model=sync_model, **GAME)("1 1 4 6")
+    async_result = asyncio.run(AsyncToTBot(model=async_model, **GAME).arun("1 1 4 6"))
     assert async_result.answer == sync_result.answer and async_result.solution_path == sync_result.solution_path
     assert [r.messages for r in async_model.requests] == [r.messages for r in sync_model.requests]
-    assert asyncio.run(AsyncToTBot(oracle_model(), **GAME).arun("1 1 4 6")).answer == sync_result.answer
+    assert asyncio.run(AsyncToTBot(model=oracle_model(), **GAME).arun("1 1 4 6")).answer == sync_result.answer
 
 
 def test_tot_drv_030_the_graph_is_built_from_dual_nodes_and_strict_flows():
-    bot = ToTBot(ScriptedModel(responder=generic))
+    bot = ToTBot(model=ScriptedModel(responder=generic))
     nodes = (bot.expand_node, bot.generate_node, bot.evaluate_node)
     assert all(isinstance(n, DualNode) for n in nodes)
     assert bot.expand_node.successors == {"generate": bot.generate_node, "evaluate": bot.evaluate_node}
@@ -63,7 +63,7 @@ def test_tot_drv_030_the_graph_is_built_from_dual_nodes_and_strict_flows():
     assert bot.flow.start_node is bot.expand_node is bot.async_flow.start_node
     source = str(bot.to_mermaid())
     assert source.startswith("flowchart") and all(f'"{a}"' in source for a in ("generate", "evaluate", "expand"))
-    other = ToTBot(ScriptedModel(responder=generic))
+    other = ToTBot(model=ScriptedModel(responder=generic))
     assert other.expand_node is not bot.expand_node  # nodes are built per bot
 
 
@@ -89,7 +89,7 @@ class StreamOnlyModel:
 
 def test_tot_drv_040_streamed_pieces_reach_the_stream_target_and_the_machine_as_llm_partial():
     pieces: list[str] = []
-    bot = ToTBot(StreamOnlyModel(generic), stream_target=pieces.append, branching_factor=2, max_depth=2)
+    bot = ToTBot(model=StreamOnlyModel(generic), stream_target=pieces.append, branching_factor=2, max_depth=2)
     result = bot("a problem")
     assert result.termination.status == "completed" and result.termination.node_count == 7
     assert '{"thoughts": ' in "".join(pieces)  # the machine parsed thoughts it only ever saw as partials
@@ -97,7 +97,7 @@ def test_tot_drv_040_streamed_pieces_reach_the_stream_target_and_the_machine_as_
 
 
 def test_tot_drv_050_a_failed_model_call_ends_in_error_without_raising():
-    bot = ToTBot(ScriptedModel([json_reply({"thoughts": ["a", "b"]}), ConnectionError("provider down")]))
+    bot = ToTBot(model=ScriptedModel([json_reply({"thoughts": ["a", "b"]}), ConnectionError("provider down")]))
     result = bot("a problem")
     assert result.termination.reason == "error" and result.termination.status == "error"
     assert "ConnectionError: provider down" in result.diagnostics["error"]
@@ -106,11 +106,11 @@ def test_tot_drv_050_a_failed_model_call_ends_in_error_without_raising():
 
 
 def test_tot_drv_060_every_call_starts_a_fresh_search_and_concurrent_runs_never_mix():
-    bot = ToTBot(ScriptedModel(responder=generic), branching_factor=2, max_depth=2)
+    bot = ToTBot(model=ScriptedModel(responder=generic), branching_factor=2, max_depth=2)
     first, second = bot("problem one"), bot("problem two")
     assert first.machine.prompt == "problem one" and second.machine.prompt == "problem two"
     assert first.termination.node_count == second.termination.node_count == 7
-    abot = AsyncToTBot(oracle_model(latency_s=0.001), **GAME)
+    abot = AsyncToTBot(model=oracle_model(latency_s=0.001), **GAME)
     puzzles = ["4 9 10 13", "1 1 4 6", "1 1 11 11", "3 3 8 8"] * 10
 
     async def run_all():
@@ -123,24 +123,24 @@ def test_tot_drv_060_every_call_starts_a_fresh_search_and_concurrent_runs_never_
 
 def test_tot_drv_070_prompts_options_and_model_parameters_can_be_set():
     model = ScriptedModel(responder=generic)
-    ToTBot(model, generation_prompt="GEN", evaluation_prompt="EVAL", branching_factor=2, max_depth=1,
+    ToTBot(model=model, generation_prompt="GEN", evaluation_prompt="EVAL", branching_factor=2, max_depth=1,
            temperature=0.7)("p")
     generation, evaluation = model.requests[:2]
     assert generation.messages[0] == {"role": "system", "content": "GEN"}
     assert evaluation.messages[0] == {"role": "system", "content": "EVAL"}
     assert requested_count(generation) == 2 and generation.params == {"temperature": 0.7}
     default = ScriptedModel(responder=generic)
-    ToTBot(default, max_depth=1)("p")
+    ToTBot(model=default, max_depth=1)("p")
     assert default.requests[0].messages[0]["content"] == DEFAULT_GENERATION_PROMPT
     assert default.requests[1].messages[0]["content"] == DEFAULT_EVALUATION_PROMPT
     plain = ScriptedModel(["1. a\n2. b", "1. 0.5\n2. 0.9"])
-    result = ToTBot(plain, json_output=False, max_depth=1, branching_factor=2)("p")
+    result = ToTBot(model=plain, json_output=False, max_depth=1, branching_factor=2)("p")
     assert plain.requests[0].response_format is None and result.best.content == "b"
 
 
 def test_tot_drv_075_the_evaluator_sees_the_problem_and_the_path_to_each_thought():
     model = ScriptedModel(responder=generic)
-    ToTBot(model, branching_factor=2, max_depth=3, min_depth=3)("Plan a trip to Rome")
+    ToTBot(model=model, branching_factor=2, max_depth=3, min_depth=3)("Plan a trip to Rome")
     deep = [r for r in model.requests if schema_name(r) == "tot_scores"][2]
     text = deep.last_user_text
     assert "Problem: Plan a trip to Rome" in text and "1. step0B" in text and "2. step1B" in text
@@ -152,7 +152,7 @@ def test_tot_drv_080_an_unreadable_reply_is_repaired_through_the_driver():
         ["Sorry, here are ideas without a list", json_reply({"thoughts": ["a", "b"]}),
          json_reply({"scores": {"t1": 0.2, "t2": 0.8}})]
     )
-    result = ToTBot(model, max_depth=1, branching_factor=2)("p")
+    result = ToTBot(model=model, max_depth=1, branching_factor=2)("p")
     repair = model.requests[1]
     assert repair.messages[-2] == {"role": "assistant", "content": "Sorry, here are ideas without a list"}
     assert "could not be read" in repair.messages[-1]["content"] and '"thoughts"' in repair.messages[-1]["content"]
@@ -162,13 +162,13 @@ def test_tot_drv_080_an_unreadable_reply_is_repaired_through_the_driver():
 
 def test_tot_drv_090_a_trusted_goal_test_ends_the_search_with_success():
     model = oracle_model()
-    result = ToTBot(model, goal_test=is_solution_path, early_success_threshold=2.0, **GAME)("4 9 10 13")
+    result = ToTBot(model=model, goal_test=is_solution_path, early_success_threshold=2.0, **GAME)("4 9 10 13")
     assert result.termination.reason == "success" and check_game24("4 9 10 13", result.answer)
 
 
 def test_tot_drv_095_on_step_sees_every_machine_update():
     seen = []
-    ToTBot(ScriptedModel(responder=generic), on_step=seen.append, branching_factor=2, max_depth=2)("p")
+    ToTBot(model=ScriptedModel(responder=generic), on_step=seen.append, branching_factor=2, max_depth=2)("p")
     assert seen[0].status is Status.GENERATING and seen[-1].status is Status.COMPLETED
     assert len(seen) == 7  # start, then one update per model reply (3 expansions x 2 calls)
 
@@ -178,7 +178,7 @@ def test_tot_viz_010_the_explored_tree_renders_as_mermaid_with_scores_and_the_so
         [json_reply({"thoughts": ['say "hi" <b>', "b"]}), json_reply({"scores": {"t1": 0.25, "t2": 0.75}}),
          json_reply({"thoughts": ["c"]}), json_reply({"scores": {"t1": 0.5}})]
     )
-    result = ToTBot(model, branching_factor=2, max_depth=2, convergence_window=1, max_nodes=4)("the problem")
+    result = ToTBot(model=model, branching_factor=2, max_depth=2, convergence_window=1, max_nodes=4)("the problem")
     diagram = result.to_mermaid()
     source = str(diagram)
     assert source.splitlines()[0] == "flowchart TD"

@@ -239,7 +239,7 @@ def test_tot_g24_087_a_search_with_last_results_solves_and_scores_two_number_sta
     from llamabot.reasoning.tot.graph import ToTBot
 
     model = ScriptedModel(responder=_results_model)
-    bot = ToTBot(model, prompts=Game24Prompts(last_results=True), branching_factor=3, min_depth=3, max_depth=3,
+    bot = ToTBot(model=model, prompts=Game24Prompts(last_results=True), branching_factor=3, min_depth=3, max_depth=3,
                  max_model_calls=12, prefer_deeper=True)
     result = bot("4 9 10 13")
     assert check_game24("4 9 10 13", result.answer)
@@ -309,7 +309,7 @@ def test_tot_g24_088_a_search_with_pair_steps_solves_and_asks_for_pairs_only_whe
     from tests.reasoning.tot.helpers import schema_name
 
     model = ScriptedModel(responder=_results_model)
-    bot = ToTBot(model, prompts=Game24Prompts(), branching_factor=6, min_depth=3, max_depth=3,
+    bot = ToTBot(model=model, prompts=Game24Prompts(), branching_factor=6, min_depth=3, max_depth=3,
                  max_model_calls=12, prefer_deeper=True)
     result = bot("4 9 10 13")
     assert check_game24("4 9 10 13", result.answer)

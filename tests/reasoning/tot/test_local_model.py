@@ -14,7 +14,7 @@ ENDINGS = {"success", "threshold", "max_depth", "max_nodes", "max_duration", "ma
 @pytest.mark.local_model
 def test_tot_e2e_010_a_small_search_runs_end_to_end_on_the_embedded_model(local_model_name):
     # Three numbers, so two steps (depth 2) finish an expression; branching 2 keeps it to about six calls.
-    bot = ToTBot(local_model_name, prompts=Game24Prompts(), branching_factor=2, max_depth=2, min_depth=2,
+    bot = ToTBot(model=local_model_name, prompts=Game24Prompts(), branching_factor=2, max_depth=2, min_depth=2,
                  max_nodes=7, max_tokens=128)
     result = bot("2 3 4")
     assert result.termination.status == "completed", result.diagnostics

@@ -71,12 +71,12 @@ def test_tot_rule_030_the_bot_never_shows_a_broken_step_to_the_evaluator_unless_
 
     options = {"prompts": Game24Prompts(), "min_depth": 3, "max_depth": 3, "max_model_calls": 2}
     checked = ScriptedModel(responder=responder)
-    result = ToTBot(checked, **options)(PUZZLE)
+    result = ToTBot(model=checked, **options)(PUZZLE)
     evaluations = [r.last_user_text for r in checked.requests if schema_name(r) == "tot_scores"]
     assert evaluations and all("4 + 9 = 12" not in text for text in evaluations)
     assert "4 + 9 = 12: 4 + 9 is 13, not 12" in result.diagnostics["rejected_steps"]
 
     unchecked = ScriptedModel(responder=responder)
-    result = ToTBot(unchecked, check_steps=False, **options)(PUZZLE)
+    result = ToTBot(model=unchecked, check_steps=False, **options)(PUZZLE)
     assert any("4 + 9 = 12" in r.last_user_text for r in unchecked.requests if schema_name(r) == "tot_scores")
     assert result.diagnostics["rejected_steps"] == []
