@@ -19,7 +19,7 @@ from llamabot.bot.toolbot import ToolBot
 from llamabot.graph.agent_state import answer_open_calls, new_run_state, restored_run_state
 from llamabot.graph.approval import ApprovalRequired
 from llamabot.graph.decision import RESPOND
-from llamabot.graph.graphbot import GraphBot
+from llamabot.graph.graphbot import AwaitedCall, GraphBot
 from llamabot.graph.nodes import DecideNode, FuncNode
 from llamabot.graph.parallel_calls import ParallelCalls, cancel_early
 from llamabot.models.messages import Message
@@ -168,6 +168,7 @@ class AgentBot(GraphBot):
 AGENT_OPTIONS = accepted_options(AgentBot.__init__)
 
 
-class AsyncAgentBot(AgentBot):
-    """The name services use (``await AsyncAgentBot(...).arun(query)``): the same bot as :class:`AgentBot`,
-    whose ``arun`` never keeps a conversation unless given ``memory``."""
+class AsyncAgentBot(AwaitedCall, AgentBot):
+    """The name services use (``await AsyncAgentBot(...).arun(query)``, or ``await bot(query)``): the same bot as
+    :class:`AgentBot`, except that calling it returns the run's coroutine (every ``Async*`` bot is awaited);
+    ``arun`` never keeps a conversation unless given ``memory``."""

@@ -56,6 +56,7 @@ def aot(
     """Atom of Thought: the model plans, a program validates and executes (calculator tools by default)."""
     from pydantic import ValidationError
 
+    from llamabot.bot.options import settings_apart
     from llamabot.cli import load_cli_tools
     from llamabot.reasoning.aot import AoTBot, AtomExecutionError, PlanValidationError, replay_plan
 
@@ -79,8 +80,8 @@ def aot(
                 raise typer.BadParameter("give a question, or --replay PLAN.json")
             try:
                 bot = AoTBot(tools, model=model, decisions=decisions,
-                             **_aot_options(max_replans, max_execution_replans, samples, temperature, subquestions,
-                                           expressions))
+                             **settings_apart(_aot_options(max_replans, max_execution_replans, samples, temperature,
+                                                           subquestions, expressions)))
             except ValueError as exc:
                 raise typer.BadParameter(str(exc)) from exc
             result = bot(question)

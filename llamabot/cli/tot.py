@@ -152,7 +152,8 @@ def tot_command(
             model=model, prompts=Game24Prompts(tries=tries, last_results=last_results, pair_steps=pair_steps) if is_game
             else ToTPrompts(),
             goal_test=is_solution_path if (is_game and verify) else None,
-            stream_target=on_piece if stream else None, on_step=on_step, max_tokens=max_tokens, **options,
+            stream_target=on_piece if stream else None, on_step=on_step, model_settings={"max_tokens": max_tokens},
+            **options,
         )
         with live:
             result = bot(problem)

@@ -25,7 +25,8 @@ _EXPORTS: dict[str, str] = {
     "PausedRun": "llamabot.graph.approval",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = ["ApprovalRequired", "AsyncFlow", "AsyncNode", "Checkpoint", "DecideNode", "DualNode", "Flow", "FuncNode",
+           "GraphBot", "Node", "PausedRun"]
 
 if TYPE_CHECKING:
     from pocketflow import AsyncNode, Node

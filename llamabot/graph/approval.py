@@ -110,16 +110,16 @@ def pause_for_approval(shared: dict[str, Any], calls: Any, tools: Mapping[str, A
     a tool with ``requires_approval``, no decision in the state, no approver, not a durable run (whose steps wait
     for a person themselves). The checkpoint continues the run at ``node``'s ``action`` (the first call's tool
     node), so no call of the reply has run."""
-    run = active_run()
-    values = run[0].values if run is not None else {}
-    if values.get(APPROVER) is not None or step_runner() is not None:
-        return
     decided = shared.get(DECISIONS) or {}
     requests = tuple(
         ApprovalRequest(c.id, c.name, dict(c.arguments)) for c in calls
         if (t := tools.get(c.name)) is not None and t.requires_approval and c.id not in decided
     )
     if not requests:
+        return
+    run = active_run()
+    values = run[0].values if run is not None else {}
+    if values.get(APPROVER) is not None or step_runner() is not None:
         return
     state = dumps_state(shared, allowed=values.get(STATE_CLASSES, ()))
     raise ApprovalRequired(PausedRun(requests, Checkpoint(node, action, state, shared.get("trace_id", ""))))

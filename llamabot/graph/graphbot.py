@@ -297,3 +297,13 @@ class GraphBot(Closing):
             if callable(close):
                 close()
 
+
+class AwaitedCall:
+    """What the ``Async*`` names add to a bot: calling it returns the run's coroutine, so ``await bot(q)`` runs
+    it on the event loop, as every ``Async*`` class does (``AsyncToolBot``, ``AsyncSimpleBot``...). One rule:
+    an ``Async*`` bot is awaited; the plain name runs synchronously; both have ``arun``."""
+
+    __slots__ = ()
+
+    def __call__(self, *args: Any, **options: Any) -> Any:
+        return self.arun(*args, **options)  # type: ignore[attr-defined]

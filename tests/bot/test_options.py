@@ -139,3 +139,32 @@ def test_api_opt_070_random_keywords_build_a_bot_or_raise_type_error_and_never_r
     for request in model.requests:
         assert request.params == accepted_settings
     assert set(accepted_settings) <= {"seed", "temperature"}
+
+
+def test_api_async_010_every_async_name_is_awaited_when_called():
+    import asyncio
+    import inspect
+
+    from llamabot import AsyncAgentBot, AsyncSimpleBot, AsyncStructuredBot, AsyncToolBot
+    from llamabot.reasoning.anot import AsyncANoTBot
+    from llamabot.reasoning.aot import AsyncAoTBot
+    from llamabot.reasoning.tot import AsyncToTBot
+
+    agent = AsyncAgentBot(model=ScriptedModel([tool_call("respond_to_user", response="ok")]))
+    pending = agent("q")
+    assert inspect.iscoroutine(pending)
+    assert asyncio.run(pending) == "ok"
+    for bot, args in [(AsyncSimpleBot("p", model=ScriptedModel([text("hi")])), ("q",)),
+                      (AsyncStructuredBot("p", City, model=ScriptedModel(['{"name": "Lyon"}'])), ("q",)),
+                      (AsyncToolBot("p", model=ScriptedModel([tool_call("x")])), ("q",)),
+                      (AsyncAoTBot(model=ScriptedModel([])), ("q",)),
+                      (AsyncToTBot(model=ScriptedModel([])), ("q",)),
+                      (AsyncANoTBot(model=ScriptedModel([])), ("q", [{"a": 1}]))]:
+        pending = bot(*args)
+        assert inspect.isawaitable(pending), type(bot).__name__
+        if inspect.iscoroutine(pending) and type(bot).__name__ in ("AsyncAoTBot", "AsyncToTBot", "AsyncANoTBot"):
+            pending.close()  # not run: these scripted models hold no replies
+        elif type(bot).__name__ != "AsyncToolBot":
+            asyncio.run(pending)
+        else:
+            pending.close()

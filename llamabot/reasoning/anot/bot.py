@@ -22,7 +22,7 @@ from llamabot.bot.options import accepted_options, positional_model, strict_opti
 from llamabot.bot.structuredbot import StructuredBot
 from llamabot.bot.toolbot import ToolBot
 from llamabot.graph.flow import AsyncFlow, Flow
-from llamabot.graph.graphbot import GraphBot
+from llamabot.graph.graphbot import AwaitedCall, GraphBot
 from llamabot.graph.mermaid import MermaidDiagram, to_mermaid
 from llamabot.models.seam import ChatModel, get_model
 from llamabot.models.settings import ModelSettings, check_model_settings
@@ -257,6 +257,6 @@ class ANoTBot(GraphBot):
         return MermaidDiagram(to_mermaid(self.flow))
 
 
-class AsyncANoTBot(ANoTBot):
+class AsyncANoTBot(AwaitedCall, ANoTBot):
     """The name kept for services (``await AsyncANoTBot(...).arun(query, items)``): the same bot as
     :class:`ANoTBot`."""

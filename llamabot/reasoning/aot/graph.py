@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from llamabot.bot.options import accepted_options, not_a_model, strict_options
-from llamabot.graph.graphbot import GraphBot
+from llamabot.graph.graphbot import AwaitedCall, GraphBot
 from llamabot.models.seam import ChatModel, get_model
 from llamabot.models.settings import ModelSettings, check_model_settings
 from llamabot.observe.hooks import RunHooks
@@ -217,7 +217,7 @@ def _close_threads() -> None:
         threads.close()
 
 
-class AsyncAoTBot(AoTBot):
+class AsyncAoTBot(AwaitedCall, AoTBot):
     """The name kept for services (``await AsyncAoTBot().arun(question)``): the same bot as :class:`AoTBot`; on
     the async path the atoms of a layer run concurrently."""
 

@@ -14,7 +14,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 from llamabot.bot.options import accepted_options, positional_model, strict_options
-from llamabot.graph.graphbot import GraphBot
+from llamabot.graph.graphbot import AwaitedCall, GraphBot
 from llamabot.models.seam import ChatModel, TokenCallback, get_model
 from llamabot.models.settings import ModelSettings, check_model_settings
 from llamabot.observe.hooks import CallbackHook, RunHooks
@@ -115,7 +115,7 @@ class ToTBot(GraphBot):
 
 
 
-class AsyncToTBot(ToTBot):
+class AsyncToTBot(AwaitedCall, ToTBot):
     """The name kept for services (``await AsyncToTBot(...).arun(problem)``): the same bot as :class:`ToTBot`."""
 
 
