@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from asyncio import CancelledError
 from typing import Any
 
 #: How much of a raw value an error message quotes (errors are shown to models, which send them back).
@@ -104,6 +105,53 @@ class ToolUnavailableError(LlamabotError, RuntimeError):
     tool-call logic raises this and the run ends with it, instead of showing it to the model as a tool's error."""
 
 
+#: What a tool may raise that ends the run rather than failing the call: the run's cancellation and Ctrl-C. Any other
+#: exception a tool raises (``SystemExit`` from argparse, ``GeneratorExit``, ``StopIteration``) fails that call only.
+RUN_ENDING: tuple[type[BaseException], ...] = (KeyboardInterrupt, CancelledError)
+
+
+class ToolCrashedError(LlamabotError, RuntimeError):
+    """A tool raised what is not an ordinary exception: a ``BaseException`` such as ``SystemExit`` (argparse inside
+    a tool), ``GeneratorExit``, or ``StopIteration`` (which cannot cross a future or a coroutine). The call failed
+    with it, as with any exception: the model is shown this error and the run goes on. ``tool`` is the tool's
+    name, ``original`` what it raised (also the ``__cause__`` when raised)."""
+
+    def __init__(self, tool: str, original: BaseException):
+        self.tool, self.original = tool, original
+        try:
+            detail = str(original)
+        except Exception:  # noqa: BLE001 - a broken __str__ must not hide the failure
+            detail = ""
+        detail = f": {detail[:EXCERPT_CHARS]}" if detail else ""
+        super().__init__(
+            f"tool {tool!r} raised {type(original).__name__}{detail}; a tool should raise an Exception (this call "
+            "failed; the run goes on)"
+        )
+
+
+class ToolResultError(LlamabotError, TypeError):
+    """A tool returned a value that cannot be shown to the model: neither JSON, ``str`` nor ``repr`` makes it
+    text (they raise, or it nests too deeply). The call failed with this error; ``tool`` names the tool,
+    ``result_type`` is the value's type."""
+
+    def __init__(self, tool: str, result_type: type, cause: BaseException):
+        self.tool, self.result_type = tool, result_type
+        super().__init__(
+            f"the result of tool {tool!r} (a {result_type.__qualname__}) cannot be shown to the model: making it "
+            f"text raised {type(cause).__name__}; return a str, or data that JSON, str() or repr() can write"
+        )
+
+
+def tool_failure(tool: str, exc: BaseException) -> Exception:
+    """What a call's outcome carries for ``exc``, raised by ``tool``: an ordinary exception as it is, anything
+    else (a ``BaseException``, ``StopIteration``) in a :class:`ToolCrashedError`."""
+    if isinstance(exc, Exception) and not isinstance(exc, (StopIteration, StopAsyncIteration)):
+        return exc
+    crashed = ToolCrashedError(tool, exc)
+    crashed.__cause__ = exc
+    return crashed
+
+
 class MCPServerError(ToolUnavailableError):
     """An MCP server cannot be used: it did not start, it exited, or it closed the connection.
 
@@ -113,3 +161,8 @@ class MCPServerError(ToolUnavailableError):
     def __init__(self, server: str, problem: str):
         self.server, self.problem = server, problem
         super().__init__(f"MCP server {server!r}: {problem}")
+
+
+class SettingsError(LlamabotError, ValueError):
+    """A ``LLAMABOT_*`` environment variable (or a setting given in code) has a value that cannot be used; the
+    message names the variable and says what it takes."""

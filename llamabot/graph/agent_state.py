@@ -19,10 +19,16 @@ The shared dict holds data only, so it can be saved as JSON at any node boundary
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic_core import to_jsonable_python
+
+from llamabot.errors import ToolArgumentsError, excerpt
+from llamabot.graph.codec import StateCodecError
 from llamabot.models.messages import Message, tool_result, user
+from llamabot.tools.tool import DECIDE, Tool
 
 
 @dataclass(slots=True)
@@ -39,7 +45,13 @@ class PendingCall:
 
 def new_run_state(query: str, *, memory: list[Message], trace_id: str = "") -> dict[str, Any]:
     """A fresh shared dict for one run. ``memory`` may be carried over (a notebook conversation); everything
-    else starts anew, so no run ever sees another run's counters, queue or result."""
+    else starts anew, so no run ever sees another run's counters, queue or result. ``query`` must be a str
+    (``TypeError`` otherwise: None, bytes or a dict never reach the model)."""
+    if not isinstance(query, str):
+        raise TypeError(
+            f"the query of an agent run must be a str (the user's message), not a {type(query).__name__}: "
+            f"{excerpt(query, 80)}"
+        )
     memory.append(user(query))
     return {
         "memory": memory,
@@ -106,3 +118,85 @@ def _turns_start(messages: list[Message], begin: int, end: int, budget: int, *, 
         if messages[first].get("role") == "tool":  # only results: an orphan turn
             return end
     return first
+
+
+#: The keys of a run state and the types their values take (``result``: anything).
+_STATE_TYPES: dict[str, tuple[type, ...]] = {
+    "memory": (list,), "func_call": (PendingCall, type(None)), "iteration_count": (int,), "trace_id": (str,),
+    "_pending": (list,), "_run_start": (int,), "_errors": (int,), "_done": (bool,),
+}
+_CALL_TYPES = {"id": str, "name": str, "arguments": dict, "raw_arguments": str, "synthetic": bool}
+
+
+def restored_run_state(state: Any, action: str | None, tools: Mapping[str, Tool]) -> str | None:
+    """Check an agent run state a checkpoint gave back before the run continues, and the action to follow.
+
+    The state must have the keys and types of :func:`new_run_state` (``StateCodecError`` naming the key
+    otherwise). The calls waiting to run were validated by the decision node when the model made them; a
+    checkpoint may have been tampered with since, so each is validated again against its tool's schema: an
+    invalid one (or one naming no tool of the bot, or not the tool ``action`` leads to) is answered with the
+    error, as the decision node answers an invalid call, and counted as a failed step. When the call the
+    checkpoint's ``action`` was about to run is invalid, the run goes back to the decision instead (``DECIDE``).
+    """
+    _check_shape(state)
+    state["_pending"][:] = [call for call in state["_pending"] if _valid_call(call, tools, None, state)]
+    call = state["func_call"]
+    if action is None or action not in tools:  # the next node is a decision: func_call already ran
+        return action
+    if call is None:
+        raise StateCodecError("state['func_call']", f"no call, where the checkpoint's action runs tool {action!r}")
+    if _valid_call(call, tools, action, state):
+        return action
+    state["func_call"] = None
+    return DECIDE
+
+
+def _check_shape(state: Any) -> None:
+    if type(state) is not dict:
+        raise StateCodecError("state", f"an agent run state is a dict, not a {type(state).__name__}")
+    for key, types in _STATE_TYPES.items():
+        if key not in state:
+            raise StateCodecError(f"state[{key!r}]", "missing (an agent run state has the keys of new_run_state)")
+        if type(state[key]) not in types:
+            expected = " or ".join("None" if t is type(None) else t.__name__ for t in types)
+            raise StateCodecError(f"state[{key!r}]", f"a {type(state[key]).__name__} where {expected} was expected")
+    for index, message in enumerate(state["memory"]):
+        if type(message) is not dict or not isinstance(message.get("role"), str):
+            raise StateCodecError(f"state['memory'][{index}]", "not a chat message (a dict with a str 'role')")
+    if not 0 <= state["_run_start"] < len(state["memory"]):
+        raise StateCodecError("state['_run_start']", f"{state['_run_start']} is not an index of the memory")
+    for index, call in enumerate(state["_pending"]):
+        if type(call) is not PendingCall:
+            raise StateCodecError(f"state['_pending'][{index}]", f"a {type(call).__name__}, not a PendingCall")
+    calls = [(f"state['_pending'][{i}]", call) for i, call in enumerate(state["_pending"])]
+    if state["func_call"] is not None:
+        calls.append(("state['func_call']", state["func_call"]))
+    asked = {c.get("id") for m in state["memory"][state["_run_start"]:] if m["role"] == "assistant"
+             for c in m.get("tool_calls") or () if type(c) is dict}
+    for where, call in calls:
+        for name, kind in _CALL_TYPES.items():
+            if type(getattr(call, name)) is not kind:
+                raise StateCodecError(f"{where}.{name}", f"a {type(getattr(call, name)).__name__}, not a {kind.__name__}")
+        if not call.synthetic and call.id not in asked:
+            raise StateCodecError(f"{where}.id", f"{excerpt(call.id, 80)} is no tool call the model made in this run")
+
+
+def _valid_call(call: PendingCall, tools: Mapping[str, Tool], action: str | None, state: dict[str, Any]) -> bool:
+    """Whether ``call`` may run (its arguments replaced by freshly validated ones); if not, it is answered with
+    the error in ``state["memory"]`` and counted in ``state["_errors"]``."""
+    tool = tools.get(call.name)
+    if tool is None or (action is not None and call.name != action):
+        error = f"there is no tool {call.name!r} here" if tool is None else f"the run was at tool {action!r}"
+    else:
+        try:
+            call.arguments = tool.validate(to_jsonable_python(call.arguments))
+            return True
+        except ToolArgumentsError as exc:
+            error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - arguments that are not data (pydantic cannot serialise them)
+            error = f"invalid arguments for tool {call.name!r}: {type(exc).__name__}"
+    message = f"Error: {error}. Fix the call and try again."
+    state["memory"].append(tool_result(call.id, call.name, message) if not call.synthetic else user(message))
+    state["_errors"] += 1
+    return False
+

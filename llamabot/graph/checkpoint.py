@@ -12,17 +12,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from llamabot.graph.codec import dumps_state
+from llamabot.errors import excerpt
+from llamabot.graph.codec import StateCodecError, dumps_state
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Span
+
+#: Each field of a checkpoint: the types it takes.
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "node": (str,), "action": (str, type(None)), "state": (str,), "trace_id": (str,), "step": (int,),
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """A run's state after node ``node`` chose ``action``; ``state`` is the codec's JSON text."""
+    """A run's state after node ``node`` chose ``action``; ``state`` is the codec's JSON text. A field of the wrong
+    type raises :class:`StateCodecError` naming it (a checkpoint may come back from storage tampered with)."""
 
     node: str
     action: str | None
@@ -30,12 +37,38 @@ class Checkpoint:
     trace_id: str = ""
     step: int = 0  # how many checkpoints the run had taken before this one
 
+    def __post_init__(self) -> None:
+        for name, types in _FIELD_TYPES.items():
+            value = getattr(self, name)
+            if type(value) not in types:
+                expected = " or ".join("None" if t is type(None) else t.__name__ for t in types)
+                raise StateCodecError(f"checkpoint[{name!r}]", f"a {type(value).__name__} where {expected} was "
+                                      f"expected: {excerpt(value, 80)}")
+
     def to_json(self) -> str:
         return json.dumps(asdict(self))
 
     @classmethod
-    def from_json(cls, text: str) -> Checkpoint:
-        return cls(**json.loads(text))
+    def from_json(cls, text: str | bytes) -> Checkpoint:
+        """The checkpoint :meth:`to_json` wrote. Anything else (not JSON, not an object, keys missing, unknown or
+        of the wrong type) raises :class:`StateCodecError` naming what was wrong."""
+        if not isinstance(text, (str, bytes, bytearray)):
+            raise StateCodecError("checkpoint", f"a checkpoint is JSON text, not a {type(text).__name__}")
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise StateCodecError("checkpoint", f"not JSON text: {exc}") from exc
+        except RecursionError as exc:
+            raise StateCodecError("checkpoint", "the JSON text nests too deeply to read") from exc
+        if type(data) is not dict:
+            raise StateCodecError("checkpoint", f"a JSON object was expected, not a {type(data).__name__}")
+        names = [f.name for f in fields(cls)]
+        missing = [name for name in ("node", "action", "state") if name not in data]
+        unknown = sorted(set(data) - set(names))
+        if missing or unknown:
+            raise StateCodecError("checkpoint", f"keys missing: {missing}; unknown keys: {excerpt(unknown, 80)} "
+                                  f"(a checkpoint has the keys {names})")
+        return cls(**data)
 
 
 class CheckpointHook(RunHooks):

@@ -23,11 +23,15 @@ tag key ``"__llamabot__"`` naming its kind::
 in ``model_fields_set``), ``extra`` and ``private`` appear only when there is something to say.
 
 Classes are named ``module:qualname`` and restored only when they are dataclasses, pydantic models or Enums,
-and either live under the ``llamabot`` package (found again with :func:`pkgutil.resolve_name`, which must give
-back the very class named) or are passed by the caller in ``allowed=``. Nothing is ever evaluated: a state
-naming ``os:system`` is refused with :class:`StateCodecError`. Encoding applies the same rule, so a state that
+and either live in one of llamabot's state modules (checked by name before anything is imported: see
+:mod:`llamabot.graph.state_classes`) or are passed by the caller in ``allowed=``. Nothing is ever evaluated: a
+state naming ``os:system`` or ``llamabot.durable.runtime:X`` is refused with :class:`StateCodecError`. Encoding applies the same rule, so a state that
 saves can be restored, and refuses anything that is not data (functions, files, locks, clients, tasks) with
 the path inside the state where it was found, e.g. ``state['plan'].atoms[3]``.
+
+Malformed saved state (not JSON, nested deeper than :data:`MAX_DEPTH`, a number or fraction past Python's digit
+limit, a deque ``maxlen`` too large or smaller than its items, missing or mistyped keys) raises
+:class:`StateCodecError` naming the place, never a bare ``RecursionError``, ``OverflowError`` or ``KeyError``.
 
 Restoring: a dataclass is built by calling the class with its ``init`` fields (``__post_init__`` runs), then
 its other fields and attributes are set (``object.__setattr__``, so frozen classes work too); a pydantic model
@@ -40,8 +44,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import pkgutil
 import re
+import sys
 from collections import deque
 from collections.abc import Iterable
 from enum import Enum
@@ -51,13 +55,19 @@ from typing import Any
 from pydantic import BaseModel
 
 from llamabot.errors import LlamabotError
+from llamabot.errors import excerpt as _excerpt
+from llamabot.graph.state_classes import class_name as _class_name
+from llamabot.graph.state_classes import find_state_class
+from llamabot.graph.state_classes import kind_of as _kind_of
 
-__all__ = ["TAG", "StateCodecError", "decode_state", "dumps_state", "encode_state", "loads_state"]
+__all__ = ["MAX_DEPTH", "TAG", "StateCodecError", "decode_state", "dumps_state", "encode_state", "loads_state"]
 
 #: The key that marks a tagged JSON object.
 TAG = "__llamabot__"
 
-_CLASS_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+#: How deeply containers may nest in a state (each level costs the codec a few stack frames).
+MAX_DEPTH = 100
+
 _DUNDER = re.compile(r"__.*__")
 _FRACTION = re.compile(r"-?\d+(?:/\d+)?")
 _SPECIAL_FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
@@ -102,10 +112,14 @@ def dumps_state(value: Any, *, allowed: Iterable[type] = (), indent: int | None 
 
 def loads_state(text: str | bytes, *, allowed: Iterable[type] = ()) -> Any:
     """The value saved by :func:`dumps_state`."""
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise StateCodecError("state", f"saved state is JSON text, not a {_type_name(text)}")
     try:
         obj = json.loads(text)
-    except ValueError as exc:
+    except ValueError as exc:  # malformed, or an integer past Python's digit limit
         raise StateCodecError("state", f"not JSON text: {exc}") from exc
+    except RecursionError as exc:
+        raise StateCodecError("state", "the JSON text nests too deeply to read") from exc
     return decode_state(obj, allowed=allowed)
 
 
@@ -120,24 +134,9 @@ def _render(path: _Path) -> str:
     return "state" + "".join(reversed(parts))
 
 
-def _class_name(cls: type) -> str:
-    return f"{cls.__module__}:{cls.__qualname__}"
-
-
 def _type_name(value: Any) -> str:
     cls = type(value)
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
-
-
-def _kind_of(cls: type) -> str | None:
-    """The tag for instances of ``cls``: ``enum``, ``dataclass``, ``model``, or None for any other class."""
-    if issubclass(cls, Enum):
-        return "enum"
-    if dataclasses.is_dataclass(cls):
-        return "dataclass"
-    if issubclass(cls, BaseModel):
-        return "model"
-    return None
 
 
 class _Codec:
@@ -152,29 +151,20 @@ class _Codec:
             self.allowed[_class_name(cls)] = cls
         self.resolved: dict[str, type] = {}
         self.open: set[int] = set()
+        self.depth = 0  # decoding: the containers on the current path
 
     def fail(self, path: _Path, reason: str) -> StateCodecError:
         return StateCodecError(_render(path), reason)
 
     def resolve(self, name: Any, kind: str, path: _Path) -> type:
-        """The class ``name`` names, if it may be restored as a ``kind``. Never imports outside llamabot."""
-        cls = self.resolved.get(name) if isinstance(name, str) else None
+        """The class ``name`` names, if it may be restored as a ``kind``: one passed in ``allowed=``, or one of
+        llamabot's state modules (see :func:`find_state_class`: imports nothing else)."""
+        cls = (self.resolved.get(name) or self.allowed.get(name)) if isinstance(name, str) else None
         if cls is None:
-            if isinstance(name, str) and name in self.allowed:
-                cls = self.allowed[name]
-            elif not isinstance(name, str) or not _CLASS_NAME.fullmatch(name):
-                raise self.fail(path, f"{name!r} is not a class name of the form 'module:Qualname'")
-            elif name.startswith(("llamabot:", "llamabot.")):
-                try:
-                    cls = pkgutil.resolve_name(name)
-                except Exception as exc:  # a missing module or name, or a module that fails to import
-                    raise self.fail(path, f"cannot find class {name}: {exc}") from exc
-                if not isinstance(cls, type) or _class_name(cls) != name:
-                    raise self.fail(path, f"{name} is not a class defined under that name")
-            else:
-                reason = "only classes under llamabot, or passed in allowed=, are restored"
-                raise self.fail(path, f"class {name} may not be restored: {reason}")
-            self.resolved[name] = cls
+            found = find_state_class(name)
+            if isinstance(found, str):
+                raise self.fail(path, found)
+            cls = self.resolved[name] = found
         if _kind_of(cls) != kind:
             raise self.fail(path, f"{name} is not a {'pydantic model' if kind == 'model' else kind} class")
         return cls
@@ -206,6 +196,8 @@ class _Codec:
             return self.encode_enum(value, path)
         if id(value) in self.open:
             raise self.fail(path, f"the {_type_name(value)} contains itself; a cycle cannot be saved")
+        if len(self.open) >= MAX_DEPTH:  # the containers on the path: a state deeper than this cannot be restored
+            raise self.fail(path, f"containers nest deeper than {MAX_DEPTH} levels; a state this deep cannot be saved")
         self.open.add(id(value))
         try:
             return self.encode_container(value, cls, path)
@@ -295,10 +287,19 @@ class _Codec:
         cls = type(obj)
         if cls is str or cls is int or cls is bool or cls is float or obj is None:
             return obj
+        if cls is not list and cls is not dict:
+            raise self.fail(path, f"not JSON data: a {_type_name(obj)}")
+        if self.depth >= MAX_DEPTH:
+            raise self.fail(path, f"containers nest deeper than {MAX_DEPTH} levels")
+        self.depth += 1
+        try:
+            return self.decode_container(obj, cls, path)
+        finally:
+            self.depth -= 1
+
+    def decode_container(self, obj: Any, cls: type, path: _Path) -> Any:
         if cls is list:
             return [self.decode(item, (path, "[]", i)) for i, item in enumerate(obj)]
-        if cls is not dict:
-            raise self.fail(path, f"not JSON data: a {_type_name(obj)}")
         if TAG not in obj:
             return {self.key(key, path): self.decode(item, (path, "[]", key)) for key, item in obj.items()}
         kind = obj[TAG]
@@ -326,9 +327,12 @@ class _Codec:
 
     def decode_deque(self, obj: dict[str, Any], path: _Path) -> deque[Any]:
         maxlen = obj.get("maxlen")
-        if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
-            raise self.fail(path, f"malformed 'deque' value: 'maxlen' is {maxlen!r}")
-        return deque(self.items(obj, path), maxlen)
+        if maxlen is not None and (type(maxlen) is not int or not 0 <= maxlen <= sys.maxsize):
+            raise self.fail(path, f"malformed 'deque' value: 'maxlen' is {_excerpt(maxlen)}")
+        items = self.items(obj, path)
+        if maxlen is not None and len(items) > maxlen:
+            raise self.fail(path, f"malformed 'deque' value: {len(items)} items, more than its maxlen {maxlen}")
+        return deque(items, maxlen)
 
     def decode_set(self, obj: dict[str, Any], path: _Path) -> set[Any] | frozenset[Any]:
         items = self.items(obj, path, "<>")
@@ -360,11 +364,11 @@ class _Codec:
     def decode_fraction(self, obj: dict[str, Any], path: _Path) -> Fraction:
         text = obj.get("value")
         if not isinstance(text, str) or not _FRACTION.fullmatch(text):
-            raise self.fail(path, f"malformed 'fraction' value: {text!r} is not like '3/4'")
+            raise self.fail(path, f"malformed 'fraction' value: {_excerpt(text)} is not like '3/4'")
         try:
             return Fraction(text)
-        except ZeroDivisionError as exc:
-            raise self.fail(path, f"malformed 'fraction' value: {text!r}") from exc
+        except (ZeroDivisionError, ValueError) as exc:  # a zero denominator; digits past Python's limit
+            raise self.fail(path, f"malformed 'fraction' value {_excerpt(text)}: {exc}") from exc
 
     def decode_enum(self, obj: dict[str, Any], path: _Path) -> Enum:
         cls = self.resolve(obj.get("class"), "enum", path)

@@ -4,8 +4,16 @@
 the run context, then yields one :class:`ToolAttempt` per attempt and a :class:`Sleep` before each retry, and
 returns a :class:`ToolOutcome`. It never raises for the tool's own failures: invalid arguments, an exception in
 the tool, a timeout and an async tool in a sync run all become ``ToolOutcome.error`` (``"TypeName: message"``,
-the text the model is shown), with the exception kept on ``ToolOutcome.exception``. The one exception is
-:class:`ToolUnavailableError` (what the tool stands on is gone, e.g. its MCP server exited): it ends the run.
+the text the model is shown), with the exception kept on ``ToolOutcome.exception``. So does whatever else a tool
+raises (``SystemExit`` from argparse, ``GeneratorExit``, ``StopIteration``), kept in a :class:`ToolCrashedError`:
+one call's failure never ends another run or the process. What ends the run instead: the run's cancellation and
+``KeyboardInterrupt`` (:data:`RUN_ENDING`), and :class:`ToolUnavailableError` (what the tool stands on is gone,
+e.g. its MCP server exited).
+
+Every attempt contains the tool's exceptions where the tool runs: in this frame, in the worker thread (the thread
+hands back ``(value, error)``, so a ``StopIteration`` never has to cross a future, which cannot carry one), or in
+the coroutine wrapped around a coroutine tool (a task of its own with a timeout, which would re-raise a
+``SystemExit`` out of the event loop).
 
 The drivers of :mod:`llamabot.models.exchange` carry the effects out: ``run_exchange`` calls ``run()`` (the tool
 in this thread, or in a daemon worker thread when it has a timeout; ``time.sleep`` between attempts),
@@ -31,8 +39,16 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from llamabot.errors import ToolArgumentsError, ToolDefinitionError, ToolUnavailableError
+from llamabot.errors import (
+    RUN_ENDING,
+    ToolArgumentsError,
+    ToolDefinitionError,
+    ToolResultError,
+    ToolUnavailableError,
+    tool_failure,
+)
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange, step_runner
+from llamabot.models.messages import tool_result_text
 from llamabot.observe.tracing import log_debug
 from llamabot.tools.retry import Retry
 from llamabot.tools.tool import Tool, as_tool
@@ -42,6 +58,9 @@ TOOL_THREADS = 32
 
 #: Result types that are never awaitable (skips the awaitable check for the usual tool results).
 _PLAIN = frozenset({str, int, float, bool, type(None), dict, list, tuple})
+
+#: What passes through an attempt instead of failing the call.
+_PASSED_ON = (*RUN_ENDING, ToolUnavailableError)
 
 #: What one attempt gives back: ``(value, None)`` or ``(None, the exception that ended it)``.
 Attempted = tuple[Any, "Exception | None"]
@@ -53,7 +72,8 @@ class ToolOutcome:
 
     ``attempts`` is how many times the function ran (0: the arguments were invalid); ``duration_s`` covers
     validation, every attempt and the waits between them. ``exception`` is what ended the call, for callers
-    that re-raise it. Two outcomes are equal when value, error and attempts are.
+    that re-raise it. ``text``: what the model is shown of the value, once :func:`shown` made it. Two outcomes are
+    equal when value, error and attempts are.
     """
 
     value: Any = None
@@ -61,6 +81,7 @@ class ToolOutcome:
     attempts: int = 0
     duration_s: float = field(default=0.0, compare=False)
     exception: Exception | None = field(default=None, repr=False, compare=False)
+    text: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -111,22 +132,17 @@ def attempt(tool: Tool, kwargs: dict[str, Any], timeout: float | None = None) ->
     one is set): what :meth:`ToolAttempt.run` carries out. Exceptions of the tool are returned, not raised."""
     if tool.is_async:
         return None, _async_in_sync_run(tool)
-    try:
-        if timeout is None:
-            value = tool.func(**kwargs)
-        else:
-            future = _daemon_thread(functools.partial(tool.func, **kwargs), tool.name)
-            if not futures.wait((future,), timeout=timeout).done:
-                return None, _timed_out(tool, timeout)
-            value = future.result()
-    except ToolUnavailableError:  # the tool's server is gone: the run ends, nothing to show the model
-        raise
-    except Exception as exc:  # noqa: BLE001 - the outcome carries it
-        return None, exc
-    if type(value) not in _PLAIN and inspect.isawaitable(value):  # a coroutine from a sync function
+    if timeout is None:
+        value, error = _called(tool, kwargs)
+    else:
+        future = _daemon_thread(functools.partial(_called, tool, kwargs), tool.name)
+        if not futures.wait((future,), timeout=timeout).done:
+            return None, _timed_out(tool, timeout)
+        value, error = future.result()
+    if error is None and type(value) not in _PLAIN and inspect.isawaitable(value):  # from a sync function
         getattr(value, "close", lambda: None)()  # close it: no "coroutine was never awaited" warning
         return None, _async_in_sync_run(tool)
-    return value, None
+    return value, error
 
 
 async def aattempt(tool: Tool, kwargs: dict[str, Any], timeout: float | None = None,
@@ -136,21 +152,22 @@ async def aattempt(tool: Tool, kwargs: dict[str, Any], timeout: float | None = N
     have a timeout."""
     if timeout is None and _at_once(tool):
         value, error = _called(tool, kwargs)
-        return await _awaited(value) if type(value) not in _PLAIN and inspect.isawaitable(value) else (value, error)
+        if error is None and type(value) not in _PLAIN and inspect.isawaitable(value):
+            return await _awaited(value, tool)
+        return value, error
     try:
-        if tool.is_async:
-            value = await _within(tool.func(**kwargs), timeout, tool)
-        elif tool.afunc is not None:  # a coroutine twin (an MCP tool): awaited here
-            value = await _within(tool.afunc(**kwargs), timeout, tool)
+        if tool.is_async or tool.afunc is not None:  # a coroutine function, or a coroutine twin (an MCP tool)
+            coroutine = (tool.func if tool.is_async else tool.afunc)(**kwargs)
+            value, error = await _within(_awaited(coroutine, tool), timeout, tool)
         else:
-            value = await _within(_threaded(tool, kwargs, timeout, executor), timeout, tool)
-        if type(value) not in _PLAIN and inspect.isawaitable(value):  # a sync function that returned one
-            value = await value
-    except ToolUnavailableError:
+            value, error = await _within(_threaded(tool, kwargs, timeout, executor), timeout, tool)
+        if error is None and type(value) not in _PLAIN and inspect.isawaitable(value):  # a sync function's
+            value, error = await _awaited(value, tool)
+    except _PASSED_ON:
         raise
-    except Exception as exc:  # noqa: BLE001 - the outcome carries it
-        return None, exc
-    return value, None
+    except BaseException as exc:  # noqa: BLE001 - the coroutine function's own call failed (e.g. a TypeError)
+        return None, tool_failure(tool.name, exc)
+    return value, error
 
 
 def _at_once(tool: Tool) -> bool:
@@ -160,27 +177,31 @@ def _at_once(tool: Tool) -> bool:
 
 
 def _called(tool: Tool, kwargs: dict[str, Any]) -> Attempted:
-    """Call a sync tool here, once; its exception is returned, not raised (the value may be an awaitable)."""
+    """Call a sync tool here, once (in this thread, or as what a worker thread runs); whatever it raises but
+    :data:`_PASSED_ON` is returned, not raised (the value may be an awaitable)."""
     try:
         return tool.func(**kwargs), None
-    except ToolUnavailableError:
+    except _PASSED_ON:
         raise
-    except Exception as exc:  # noqa: BLE001 - the outcome carries it
-        return None, exc
+    except BaseException as exc:  # noqa: BLE001 - the outcome carries it (SystemExit, GeneratorExit... included)
+        return None, tool_failure(tool.name, exc)
 
 
-async def _awaited(awaitable: Any) -> Attempted:
-    """Await what a sync tool returned (a sync function may return a coroutine); its exception is returned."""
+async def _awaited(awaitable: Any, tool: Tool) -> Attempted:
+    """Await a coroutine tool's coroutine (or what a sync tool returned); whatever it raises but
+    :data:`_PASSED_ON` is returned, not raised. When the run's coroutine is being closed, the ``GeneratorExit``
+    returned here is raised again in every frame that awaits this one: closing still works."""
     try:
         return await awaitable, None
-    except ToolUnavailableError:
+    except _PASSED_ON:
         raise
-    except Exception as exc:  # noqa: BLE001 - the outcome carries it
-        return None, exc
+    except BaseException as exc:  # noqa: BLE001 - the outcome carries it
+        return None, tool_failure(tool.name, exc)
 
 
 def _threaded(tool: Tool, kwargs: dict[str, Any], timeout: float | None, executor: Executor | None) -> Any:
-    call = functools.partial(tool.func, **kwargs)
+    """A future of :func:`_called` run in a worker thread: its result is the attempt's ``(value, error)``."""
+    call = functools.partial(_called, tool, kwargs)
     if timeout is not None:
         return asyncio.wrap_future(_daemon_thread(call, tool.name))
     context = contextvars.copy_context()  # the tool sees the caller's context (the active trace span...)
@@ -291,11 +312,25 @@ async def ainvoke_validated(tool: Tool, kwargs: dict[str, Any],
         if _at_once(tool):  # what aattempt does for it, without a coroutine of its own (on every step of a run)
             value, error = _called(tool, kwargs)
             if type(value) not in _PLAIN and inspect.isawaitable(value):
-                value, error = await _awaited(value)
+                value, error = await _awaited(value, tool)
         else:
             value, error = await aattempt(tool, kwargs)
         return _outcome(value, error, 1, started)
     return await arun_exchange(tool_call(tool, kwargs, context, validated=True))
+
+
+def shown(outcome: ToolOutcome, tool: str) -> ToolOutcome:
+    """``outcome`` of tool ``tool`` with ``text`` set to what the model is shown of its value (cut to the tool-result
+    limit: see :func:`llamabot.models.messages.tool_result_text`); ``value`` stays whole for the caller. A value
+    that cannot be shown at all makes a failed outcome (:class:`ToolResultError`). Failed outcomes pass as they
+    are."""
+    if outcome.error is not None:
+        return outcome
+    try:
+        outcome.text = tool_result_text(outcome.value, tool)
+    except ToolResultError as exc:
+        return ToolOutcome(None, f"{type(exc).__name__}: {exc}", outcome.attempts, outcome.duration_s, exc)
+    return outcome
 
 
 def _single_attempt(tool: Any, options: Mapping[str, Any]) -> bool:
@@ -329,7 +364,17 @@ def _outcome(value: Any, error: Exception | None, attempts: int, started: float)
     duration = time.perf_counter() - started
     if error is None:
         return ToolOutcome(value, None, attempts, duration)
-    return ToolOutcome(None, f"{type(error).__name__}: {error}", attempts, duration, error)
+    return ToolOutcome(None, f"{type(error).__name__}: {_message(error)}", attempts, duration, error)
+
+
+def _message(error: Exception) -> str:
+    """``str(error)``; a placeholder when the exception's own ``__str__`` fails."""
+    try:
+        return str(error)
+    except _PASSED_ON:
+        raise
+    except BaseException:  # noqa: BLE001 - the call failed either way; say so
+        return "(its message cannot be shown: its __str__ failed)"
 
 
 def _async_in_sync_run(tool: Tool) -> ToolDefinitionError:
