@@ -28,11 +28,14 @@ executes them:
   ``PENDING``, ``SUCCESS``, ``ERROR``...; ``waiting``: the tool call that waits for a person's approval); 404 for
   an unknown id.
 
-Request size is bounded: a question longer than ``MAX_QUESTION_CHARS`` (8,000) is rejected with 422, a body
-larger than ``MAX_BODY_BYTES`` (64 kB, by its ``Content-Length``) with 413 before it is read.
+Request size is bounded: a question longer than ``MAX_QUESTION_CHARS`` (8,000) is rejected with 422; a body
+larger than ``MAX_BODY_BYTES`` (64 kB) with 413, whatever its framing: a ``Content-Length`` over the limit is
+refused unread, and a body without one (``Transfer-Encoding: chunked``) is read only up to the limit.
 
-A run that raises (model down, tool kept failing, ...) answers HTTP 500 ``{"error": "<message>", "type": "<class>"}``;
-an empty question is rejected with 422 by validation.
+Every error is JSON ``{"error": "<message>", "type": "<class>"}`` and never quotes the request back: a run that
+raises (model down, tool kept failing, ...) answers 500; an invalid body (an empty question, malformed JSON, text
+that is not valid Unicode such as a lone surrogate ``\\ud800``) answers 422 with ``"problems"`` (where and what,
+without the input); an unknown path 404; anything unexpected 500.
 
 One bot serves every request: ``AsyncAgentBot.arun_with_trace`` keeps all per-run state in the run's own shared
 dict and trace, so concurrent requests never see each other's data. The default bot (the calculator tools on the
@@ -48,8 +51,11 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, StringConstraints
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from llamabot.agents.agentbot import AsyncAgentBot
 from llamabot.toolkits.calculator import CALCULATOR_TOOLS
@@ -59,8 +65,17 @@ logger = logging.getLogger(__name__)
 
 #: The longest question accepted (characters); longer ones answer 422.
 MAX_QUESTION_CHARS = 8_000
-#: The largest request body accepted (bytes, from ``Content-Length``); larger ones answer 413 unread.
+#: The largest request body accepted (bytes), whatever its framing; larger ones answer 413.
 MAX_BODY_BYTES = 64_000
+#: How many validation problems a 422 lists, and how much of each message and location it quotes.
+MAX_PROBLEMS, PROBLEM_CHARS = 10, 200
+
+
+class SafeJSONResponse(JSONResponse):
+    """JSON with every non-ASCII character escaped, so any Python string, a lone surrogate included, renders."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
 class AskRequest(BaseModel):
@@ -82,9 +97,61 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+def _error(status: int, message: str, kind: str, **extra: Any) -> SafeJSONResponse:
+    return SafeJSONResponse(status_code=status, content={"error": message, "type": kind, **extra})
+
+
 def _error_response(exc: BaseException) -> JSONResponse:
     logger.exception("agent run failed", exc_info=exc)
-    return JSONResponse(status_code=500, content={"error": str(exc) or type(exc).__name__, "type": type(exc).__name__})
+    return _error(500, str(exc) or type(exc).__name__, type(exc).__name__)
+
+
+def _cut(text: Any) -> str:
+    text = str(text)
+    return text if len(text) <= PROBLEM_CHARS else text[:PROBLEM_CHARS] + "..."
+
+
+class BoundedBody:
+    """ASGI middleware: a request's body is read here, up to ``max_bytes``, whatever its framing, then handed on
+    whole; past the limit (a ``Content-Length`` over it, or that many bytes read) the answer is 413 and the rest is
+    never read."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES):
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            await self._refuse(scope, receive, send, f"{int(declared)} bytes")
+            return
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return  # the client is gone: nothing to answer
+            body = message.get("body", b"")
+            size += len(body)
+            if size > self.max_bytes:
+                await self._refuse(scope, receive, send, f"more than {self.max_bytes} bytes")
+                return
+            chunks.append(body)
+            if not message.get("more_body", False):
+                break
+        whole: list[Message] = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+
+        async def replay() -> Message:
+            return whole.pop() if whole else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, size: str) -> None:
+        response = _error(413, f"request body of {size} is over the limit of {self.max_bytes} bytes",
+                          "PayloadTooLarge")
+        response.headers["connection"] = "close"  # the unread rest of the body ends the connection
+        await response(scope, receive, send)
 
 
 def _event_line(kind: str, trace_id: str, data: dict[str, Any]) -> str:
@@ -94,17 +161,27 @@ def _event_line(kind: str, trace_id: str, data: dict[str, Any]) -> str:
 def create_app(bot: AsyncAgentBot | None = None, durable: Any = None) -> FastAPI:
     """The service around ``bot``; without one, ``AsyncAgentBot(tools=CALCULATOR_TOOLS)`` built on first use.
     ``durable``: a :class:`llamabot.durable.Durable` that adds ``/runs`` (durable, queued runs)."""
-    app = FastAPI(title="llamabot agent service")
+    app = FastAPI(title="llamabot agent service", default_response_class=SafeJSONResponse)
     holder: dict[str, AsyncAgentBot | None] = {"bot": bot}
+    app.add_middleware(BoundedBody, max_bytes=MAX_BODY_BYTES)
 
-    @app.middleware("http")
-    async def bounded_body(request: Request, call_next: Callable[[Request], Any]) -> Any:
-        length = request.headers.get("content-length", "")
-        if length.isdigit() and int(length) > MAX_BODY_BYTES:
-            return JSONResponse(status_code=413, content={
-                "error": f"request body of {length} bytes is over the limit of {MAX_BODY_BYTES} bytes",
-                "type": "PayloadTooLarge"})
-        return await call_next(request)
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> Any:
+        # FastAPI's own 422 quotes the input back (a 60 kB question, twice); this says where and what only.
+        errors = exc.errors()
+        problems = [{"loc": [_cut(part) for part in error.get("loc", ())], "msg": _cut(error.get("msg", ""))}
+                    for error in errors[:MAX_PROBLEMS]]
+        summary = "; ".join(f"{'.'.join(map(str, p['loc']))}: {p['msg']}" for p in problems)
+        return _error(422, f"invalid request: {summary}", "RequestValidationError", problems=problems)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> Any:
+        return _error(exc.status_code, _cut(exc.detail), "HTTPException")
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> Any:
+        logger.exception("request failed", exc_info=exc)
+        return _error(500, f"internal error ({type(exc).__name__})", type(exc).__name__)
 
     def get_bot() -> AsyncAgentBot:
         # No await between the check and the assignment: on the event loop this is atomic.
@@ -152,7 +229,7 @@ def _add_durable_routes(app: FastAPI, durable: Any) -> None:
         try:
             run = await asyncio.to_thread(show_run, run_id, durable.db)
         except UnknownRunError as exc:
-            return JSONResponse(status_code=404, content={"error": str(exc), "type": "UnknownRunError"})
+            return _error(404, str(exc), "UnknownRunError")
         return {"run_id": run.run_id, "status": run.status, "answer": _jsonable(run.result), "error": run.error,
                 "waiting": run.waiting}
 

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1] / "llamabot"
 #: call is driven by the same exchange drivers as a model call.
 LAYERS = {
     "errors": 0, "lazy": 0,
+    "settings": 1,  # reading LLAMABOT_* variables: errors only
     "observe": 1,
     "models": 2,
     "tools": 3,

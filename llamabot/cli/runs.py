@@ -117,9 +117,11 @@ def worker(db: Optional[str] = DB_OPTION,  # noqa: UP045
 
     sys.path[:0] = path
     durable = _durable()
+    from llamabot.durable.config import redacted  # the URL's password is never printed
     try:
         durable.run_worker(db, executor_id=executor_id, concurrency=concurrency,
-                           ready=lambda url: err_console.print(f"worker ready on {url}", markup=False, highlight=False))
+                           ready=lambda url: err_console.print(f"worker ready on {redacted(url)}", markup=False,
+                                                                 highlight=False))
     except durable.DurableError as exc:
         raise _fail(exc) from exc
 

@@ -3,7 +3,8 @@
 Precedence: the ``db`` argument, else ``$LLAMABOT_DB``, else a SQLite file ``runs.sqlite`` under the user's data
 directory (``platformdirs.user_data_dir("llamabot")``; created on first use). Accepted URLs are DBOS's:
 ``sqlite:///path`` and ``postgresql://user:password@host:port/database`` (``postgres://`` too). A bare file path
-is read as a SQLite file.
+is read as a SQLite file (``~`` expanded). A set but blank ``$LLAMABOT_DB`` is an error, not the default;
+secrets (a password, ``?password=``...) never appear in error messages (:func:`redacted`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import os
 from pathlib import Path
 
 from llamabot.durable.errors import DatabaseURLError
+from llamabot.errors import SettingsError
+from llamabot.settings import expand_path
 
 #: The environment variable that names the database when no argument does.
 DB_ENV = "LLAMABOT_DB"
@@ -34,19 +37,24 @@ def default_db_path() -> Path:
 def resolve_db_url(db: str | os.PathLike[str] | None = None) -> str:
     """The database URL to use: ``db``, else ``$LLAMABOT_DB``, else the default SQLite file.
 
-    Raises :class:`DatabaseURLError` for an empty URL, an unknown scheme (``mysql://``...), or a PostgreSQL URL
-    without a database name.
+    Raises :class:`DatabaseURLError` naming where the value came from (the argument or the variable) for an empty
+    URL (a blank ``$LLAMABOT_DB`` too: unset it for the default), an unknown scheme (``mysql://``...), a
+    PostgreSQL URL without a database name, an in-memory SQLite database (durable runs must outlive the process,
+    and every connection would see its own empty one), or a ``~user`` path whose user does not exist.
     """
     source = "the db argument"
     if db is None:
-        db, source = os.environ.get(DB_ENV, "").strip() or None, f"${DB_ENV}"
-    if db is None:
-        return f"sqlite:///{default_db_path()}"
+        if DB_ENV not in os.environ:
+            return f"sqlite:///{default_db_path()}"
+        db, source = os.environ[DB_ENV], f"${DB_ENV}"
     text = os.fspath(db).strip()
     if not text:
-        raise DatabaseURLError(f"{source} is empty; give sqlite:///PATH or postgresql://USER@HOST:PORT/DATABASE")
+        raise DatabaseURLError(
+            f"{source} is empty; give sqlite:///PATH or postgresql://USER@HOST:PORT/DATABASE"
+            + (f" (or unset {DB_ENV} for the default SQLite file)" if source.startswith("$") else "")
+        )
     if "://" not in text:  # a plain path
-        return f"sqlite:///{Path(text).expanduser().resolve()}"
+        text = f"sqlite:///{_expanded(text, source).resolve()}"
     if not text.startswith(_SCHEMES):
         scheme = text.split("://", 1)[0]
         raise DatabaseURLError(
@@ -54,12 +62,32 @@ def resolve_db_url(db: str | os.PathLike[str] | None = None) -> str:
             "SQLite (sqlite:///PATH) or PostgreSQL (postgresql://USER@HOST:PORT/DATABASE)"
         )
     if text.startswith("sqlite:///"):
-        if not text[len("sqlite:///"):]:
+        path = text[len("sqlite:///"):]
+        if not path:
             raise DatabaseURLError(f"{source}: {text!r} names no file; use sqlite:///PATH")
+        if _in_memory(path):
+            raise DatabaseURLError(
+                f"{source}: {text!r} is an in-memory SQLite database, which durable runs cannot use (they must "
+                "outlive the process, and each connection would see its own empty database); use sqlite:///PATH"
+            )
         return text
     if not text.split("://", 1)[1].partition("/")[2].split("?", 1)[0]:
         raise DatabaseURLError(f"{source}: {redacted(text)} names no database; add /DATABASE after the host")
     return text
+
+
+def _expanded(text: str, source: str) -> Path:
+    try:
+        return expand_path(text, source)
+    except SettingsError as exc:
+        raise DatabaseURLError(str(exc)) from None
+
+
+def _in_memory(path: str) -> bool:
+    """Whether the path of a ``sqlite:///`` URL names an in-memory database (``:memory:``, ``file::memory:``,
+    ``mode=memory``)."""
+    name, _, query = path.partition("?")
+    return ":memory:" in name or "mode=memory" in query.replace(" ", "")
 
 
 def is_sqlite(url: str) -> bool:
@@ -67,11 +95,24 @@ def is_sqlite(url: str) -> bool:
 
 
 def redacted(url: str) -> str:
-    """``url`` without its password (error messages must not leak it)."""
+    """``url`` without its secrets, for error messages: the password of ``user:password@`` and the value of every
+    query parameter whose name says it holds one (``?password=``, ``sslpassword=``, ``token=``...)."""
     scheme, sep, rest = url.partition("://")
-    credentials, at, host = rest.rpartition("@")
-    if not at or ":" not in credentials:
-        return url
-    return f"{scheme}{sep}{credentials.split(':', 1)[0]}:***@{host}"
+    head, question, query = rest.partition("?")
+    credentials, at, host = head.rpartition("@")
+    if at and ":" in credentials:
+        head = f"{credentials.split(':', 1)[0]}:***@{host}"
+    if query:
+        query = "&".join(_redacted_parameter(p) for p in query.split("&"))
+    return f"{scheme}{sep}{head}{question}{query}"
 
 
+#: Words in a query parameter's name that mark its value as a secret.
+_SECRET_WORDS = ("pass", "secret", "token", "key", "credential", "auth")
+
+
+def _redacted_parameter(parameter: str) -> str:
+    name, eq, value = parameter.partition("=")
+    if eq and value and any(word in name.lower() for word in _SECRET_WORDS):
+        return f"{name}=***"
+    return parameter

@@ -23,6 +23,8 @@ from dbos import DBOS, SetWorkflowID
 
 from llamabot.durable import runs
 from llamabot.durable.approval import json_data
+from llamabot.durable.config import redacted
+from llamabot.durable.errors import DurableRuntimeError
 from llamabot.durable.factory import factory_spec
 from llamabot.durable.runtime import _RUNTIME, durable_run, launch
 from llamabot.graph.graphbot import GraphBot
@@ -42,6 +44,12 @@ class Durable:
         self.db = launch(db, executor_id=executor_id, worker_concurrency=worker_concurrency, dequeue=dequeue)
 
     def _inputs(self, query: Any, run_id: str | None, options: dict[str, Any]) -> tuple[str, Any, dict[str, Any]]:
+        if _RUNTIME.url != self.db:  # shutdown() was called since (or the process moved to another database)
+            now = "was shut down" if _RUNTIME.url is None else f"now keeps runs in {redacted(_RUNTIME.url)}"
+            raise DurableRuntimeError(
+                f"cannot start a durable run on {redacted(self.db)}: the durable runtime of this process {now} "
+                "(llamabot.durable.shutdown()); create a new Durable(...) to start it again"
+            )
         json_data(query, "the query")
         for name, value in options.items():
             json_data(value, f"the run option {name!r}")

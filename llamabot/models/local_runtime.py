@@ -3,8 +3,8 @@
 - :class:`LocalSettings` are read from the environment (``LLAMABOT_LOCAL_THREADS``, ``LLAMABOT_LOCAL_BATCH``,
   ``LLAMABOT_LOCAL_N_CTX``; prefix caches: ``LLAMABOT_PREFIX_CACHE_DIR``, ``LLAMABOT_PREFIX_CACHE_BYTES``,
   ``LLAMABOT_PREFIX_MEMORY_BYTES``, a budget of 0 turning that cache off). The defaults were chosen by
-  measurement (docs/design/models/LLD.md, "Settings"); a value that is not a positive integer raises
-  :class:`LocalSettingsError` naming the variable.
+  measurement (docs/design/models/LLD.md, "Settings"); a value that is not a whole number within its bounds (ASCII
+  digits only) raises :class:`LocalSettingsError` naming the variable.
 - ``loaded_model(name)`` loads a model once per resolved file and shares it; llama.cpp is not thread-safe, so
   each :class:`LoadedModel` carries the lock that serialises calls to it. Every model is closed at exit.
 
@@ -20,30 +20,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llamabot.errors import LlamabotError, ModelFileError
+from llamabot.errors import ModelFileError, SettingsError
 from llamabot.models.local_prefix_cache import DiskPrefixCache, MemoryPrefixCache
 from llamabot.models.registry import LOCAL_MODELS, cache_dir, ensure_model_file
+from llamabot.settings import env_int, env_path
 
 MIB = 1 << 20
+#: The bounds of the settings: a context of 1 Mi tokens, 1,024 threads, a cache of 1 PiB.
+MAX_N_CTX = 1 << 20
+MAX_THREADS = 1024
+MAX_CACHE_BYTES = 1 << 50
 
 
-class LocalSettingsError(LlamabotError, ValueError):
+class LocalSettingsError(SettingsError):
     """An environment variable that configures the embedded model has a value that cannot be used."""
-
-
-def _env_int(name: str, default: int, *, minimum: int = 1) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = None
-    if value is None or value < minimum:
-        raise LocalSettingsError(
-            f"${name}={raw!r}: expected an integer >= {minimum}; unset it to use {default}"
-        )
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,15 +53,17 @@ class LocalSettings:
         # 2-core reference machine under load, 1 thread generated 4-9 tok/s where 2 threads made 1-2.5 tok/s:
         # llama.cpp's threads spin at their barriers and lose badly to any other busy process.
         cores = max(1, (os.cpu_count() or 2) // 2)
-        explicit_dir = os.environ.get("LLAMABOT_PREFIX_CACHE_DIR", "").strip()
-        return cls(
-            n_ctx=_env_int("LLAMABOT_LOCAL_N_CTX", 8192, minimum=256),
-            n_threads=_env_int("LLAMABOT_LOCAL_THREADS", cores),
-            n_batch=_env_int("LLAMABOT_LOCAL_BATCH", 512, minimum=8),
-            prefix_dir=Path(explicit_dir).expanduser() if explicit_dir else cache_dir() / "prefixes",
-            disk_bytes=_env_int("LLAMABOT_PREFIX_CACHE_BYTES", 2048 * MIB, minimum=0),
-            memory_bytes=_env_int("LLAMABOT_PREFIX_MEMORY_BYTES", 512 * MIB, minimum=0),
-        )
+        try:
+            return cls(
+                n_ctx=env_int("LLAMABOT_LOCAL_N_CTX", 8192, minimum=256, maximum=MAX_N_CTX),
+                n_threads=env_int("LLAMABOT_LOCAL_THREADS", cores, minimum=1, maximum=MAX_THREADS),
+                n_batch=env_int("LLAMABOT_LOCAL_BATCH", 512, minimum=8, maximum=MAX_N_CTX),
+                prefix_dir=env_path("LLAMABOT_PREFIX_CACHE_DIR") or cache_dir() / "prefixes",
+                disk_bytes=env_int("LLAMABOT_PREFIX_CACHE_BYTES", 2048 * MIB, minimum=0, maximum=MAX_CACHE_BYTES),
+                memory_bytes=env_int("LLAMABOT_PREFIX_MEMORY_BYTES", 512 * MIB, minimum=0, maximum=MAX_CACHE_BYTES),
+            )
+        except SettingsError as exc:
+            raise LocalSettingsError(str(exc)) from None
 
     @property
     def context(self) -> str:

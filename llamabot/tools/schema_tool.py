@@ -3,7 +3,8 @@ not by a Python signature.
 
 The schema is used as it is: it is what the model sees, and the model's arguments are checked against it with
 ``jsonschema`` (the draft the schema names, 2020-12 by default; ``$ref``/``$defs``, ``enum``, ``minimum``... all
-hold). A :class:`Tool` made here runs through the same call logic as any ``@tool`` (timeouts, retries, errors shown
+hold; every ``$ref`` must resolve within the schema, and patterns are matched under a time budget:
+:mod:`llamabot.tools.schema_checks`). A :class:`Tool` made here runs through the same call logic as any ``@tool`` (timeouts, retries, errors shown
 to the model); its ``arguments`` model only lists the top-level properties (every annotation ``Any``), for the code
 that reads a tool's parameter names (AoT's plan validation).
 """
@@ -18,9 +19,11 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, create_model
+from referencing.exceptions import Unresolvable
 
 from llamabot.errors import ToolDefinitionError, excerpt
 from llamabot.tools.schema import function_schema
+from llamabot.tools.schema_checks import bounded, pattern_budget, schema_problems
 from llamabot.tools.tool import Tool, call_policy
 
 #: What an OpenAI-compatible provider accepts as a function name.
@@ -35,7 +38,7 @@ class ArgumentSchema:
     """The arguments of a tool as a JSON schema: ``check(arguments)`` returns every problem found, as
     ``"path: message"`` lines (``[]`` when the arguments conform). The validator is compiled once."""
 
-    __slots__ = ("schema", "_validator")
+    __slots__ = ("tool", "schema", "_validator")
 
     def __init__(self, tool: str, schema: Any):
         if not isinstance(schema, dict):
@@ -55,16 +58,26 @@ class ArgumentSchema:
             raise ToolDefinitionError(
                 f"tool {tool!r}: invalid parameters schema at {where}: {exc.message}"
             ) from exc
-        self.schema = schema
-        self._validator = validator_class(schema)
+        problems = schema_problems(schema, validator_class)
+        if problems:
+            raise ToolDefinitionError(
+                f"tool {tool!r}: the parameters schema cannot be used: {'; '.join(problems[:MAX_PROBLEMS])}"
+            )
+        self.tool, self.schema = tool, schema
+        self._validator = bounded(validator_class)(schema)
 
     def __call__(self, arguments: dict[str, Any]) -> list[str]:
         try:
-            errors = sorted(
-                self._validator.iter_errors(arguments), key=lambda e: list(map(str, e.absolute_path))
-            )
+            with pattern_budget():
+                errors = sorted(
+                    self._validator.iter_errors(arguments), key=lambda e: list(map(str, e.absolute_path))
+                )
         except RecursionError:
             return ["arguments are nested too deeply"]
+        except Unresolvable as exc:  # refs are checked at load time; this is the net under that check
+            raise ToolDefinitionError(
+                f"tool {self.tool!r}: the parameters schema has a $ref that does not resolve ({exc})"
+            ) from None
         problems = []
         for error in errors[:MAX_PROBLEMS]:
             where = ".".join(str(p) for p in error.absolute_path) or "(arguments)"

@@ -9,14 +9,17 @@ Built on the ``mcp`` package's client (importing this package imports it).
 
 from llamabot.errors import MCPServerError
 from llamabot.tools.mcp.connection import MCPConnection
+from llamabot.tools.mcp.limits import MCPLimits, MCPTimeoutError
 from llamabot.tools.mcp.results import MCPToolError
 from llamabot.tools.mcp.server import MCPServerSpec, server_spec
 from llamabot.tools.mcp.toolset import MCPToolFunction, MCPTools, mcp_tools
 
 __all__ = [
     "MCPConnection",
+    "MCPLimits",
     "MCPServerError",
     "MCPServerSpec",
+    "MCPTimeoutError",
     "MCPToolError",
     "MCPToolFunction",
     "MCPTools",

@@ -8,8 +8,9 @@ its future, async callers await it (``asyncio.wrap_future``), so both share ever
 
 A server that cannot be used (it did not start, exited, closed the connection, or the connection was closed
 here) raises :class:`MCPServerError` naming it; an error the server sends back raises :class:`MCPToolError`,
-shown to the model. Closing stops the server process (the ``mcp`` stdio transport closes its stdin, then
-terminates and kills its process group); a ``weakref.finalize`` does the same when the connection is collected or
+shown to the model, and so does a call the server does not answer within the call timeout
+(:class:`MCPTimeoutError`; the request is cancelled). Closing stops the server process and its whole process
+group (:mod:`llamabot.tools.mcp.stdio`); a ``weakref.finalize`` does the same when the connection is collected or
 the interpreter exits, so no server outlives its user.
 """
 
@@ -24,6 +25,7 @@ from typing import Any
 
 from llamabot.errors import MCPServerError
 from llamabot.observe.tracing import log_debug
+from llamabot.tools.mcp.limits import MCPLimits, MCPTimeoutError
 from llamabot.tools.mcp.results import MCPToolError
 from llamabot.tools.mcp.server import MCPServerSpec
 
@@ -45,6 +47,7 @@ class _Session:
     task: asyncio.Task[None] | None = None
     client: Any = None
     ended: str | None = None  # why the session is over, once it is
+    limits: MCPLimits = field(default_factory=MCPLimits)
 
     def stop(self) -> None:
         """On the loop: end the session; a session still opening is cancelled (the transport still stops the
@@ -56,14 +59,17 @@ class _Session:
 
 class MCPConnection:
     """An open session with the MCP server ``spec``; ``listing`` holds the server's tools (``mcp.types.Tool``).
+    ``limits``: the call timeout and the largest message (:class:`MCPLimits`).
 
     Raises :class:`MCPServerError` when the server does not start or does not answer within ``connect_timeout``
     seconds (nothing is left running then).
     """
 
-    def __init__(self, spec: MCPServerSpec, *, connect_timeout: float = CONNECT_TIMEOUT):
+    def __init__(
+        self, spec: MCPServerSpec, *, connect_timeout: float = CONNECT_TIMEOUT, limits: MCPLimits | None = None
+    ):
         self.spec = spec
-        self._session = _Session()
+        self._session = _Session(limits=limits or MCPLimits())
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name=f"llamabot-mcp {spec.label[:40]}", daemon=True
@@ -118,7 +124,7 @@ async def _serve(spec: MCPServerSpec, session: _Session, opened: futures.Future[
     try:
         if session.closing.is_set():  # closed before it began
             raise asyncio.CancelledError
-        async with Client(spec.transport()) as client:
+        async with Client(spec.transport(session.limits.max_message_bytes)) as client:
             listing = await _list_tools(client)
             session.client = client
             opened.set_result(listing)
@@ -151,14 +157,20 @@ async def _call(spec: MCPServerSpec, session: _Session, name: str, arguments: di
     import anyio
     import httpx2
     from mcp import MCPError
-    from mcp.types import CONNECTION_CLOSED
+    from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
     client = session.client
     if client is None:
         raise MCPServerError(spec.label, f"{session.ended or 'no session'}; tool {name!r} cannot be called")
+    timeout = session.limits.call_timeout
     try:
-        return await client.call_tool(name, arguments)
+        return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
     except MCPError as exc:
+        if exc.code == REQUEST_TIMEOUT and timeout is not None:
+            raise MCPTimeoutError(spec.label, name, (
+                f"tool {name!r} of MCP server {spec.label!r} did not answer within {timeout:g} s; the request was "
+                "cancelled (the server may be hung; raise call_timeout= or LLAMABOT_MCP_TIMEOUT if it is just slow)"
+            )) from exc
         if exc.code == CONNECTION_CLOSED:
             why = "close() was called" if session.closing.is_set() else "did the server exit?"
             raise MCPServerError(

@@ -29,18 +29,17 @@ class MCPServerSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
 
-    def transport(self) -> Any:
-        """The ``mcp`` client transport (an async context manager yielding the two message streams)."""
+    def transport(self, max_message_bytes: int = 32 << 20) -> Any:
+        """The ``mcp`` client transport (an async context manager yielding the two message streams): the
+        package's streamable-HTTP client for a URL, :func:`~llamabot.tools.mcp.stdio.stdio_transport` for a
+        command (its process group stopped whole; messages over ``max_message_bytes`` dropped)."""
         if self.url is not None:
             from mcp.client.streamable_http import streamable_http_client
 
             return streamable_http_client(self.url)
-        from mcp.client.stdio import StdioServerParameters, stdio_client
+        from llamabot.tools.mcp.stdio import stdio_transport
 
-        params = StdioServerParameters(
-            command=self.argv[0], args=list(self.argv[1:]), env=dict(self.env) or None, cwd=self.cwd
-        )
-        return stdio_client(params, errlog=None)  # type: ignore[arg-type]  # None: the server's stderr is ours
+        return stdio_transport(self.argv, dict(self.env), self.cwd, max_message_bytes)
 
 
 def server_spec(

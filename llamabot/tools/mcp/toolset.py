@@ -10,14 +10,16 @@ takes them like ``@tool`` functions (``AgentBot(tools=mcp)``, ``AoTBot(tools=[*m
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, Literal, overload
 
 from llamabot.errors import MCPServerError, ToolDefinitionError
 from llamabot.tools.closing import Closing
 from llamabot.tools.mcp.connection import CONNECT_TIMEOUT, MCPConnection
+from llamabot.tools.mcp.limits import MCPLimits
 from llamabot.tools.mcp.results import result_value
 from llamabot.tools.mcp.server import server_spec
 from llamabot.tools.retry import Retry
@@ -117,6 +119,7 @@ def mcp_tools(
     retries: int | None = None,
     retry: Retry | None = None,
     connect_timeout: float = CONNECT_TIMEOUT,
+    call_timeout: float | None | Literal["default"] = "default",
 ) -> MCPTools:
     """Start or reach the MCP server ``server`` and return its tools.
 
@@ -125,13 +128,20 @@ def mcp_tools(
     ``http://``/``https://`` URL of a streamable-HTTP server. ``only``: the server tools to keep (by their server
     names; default all). ``prefix`` is put before each name (two servers with a tool of the same name); characters
     a model API does not accept in a name become ``_``. ``timeout``/``retries``/``retry``: every tool's policy, as
-    ``@tool``'s. Raises :class:`MCPServerError` when the server cannot be started or reached, and
-    :class:`ToolDefinitionError` (after stopping it) when ``only`` names a tool it does not have or a tool's schema
-    cannot be used.
+    ``@tool``'s. ``call_timeout``: seconds the server may take to answer one call before the request is cancelled
+    and the call raises :class:`~llamabot.tools.mcp.limits.MCPTimeoutError` (shown to the model); by default
+    ``$LLAMABOT_MCP_TIMEOUT`` or 60 s; ``None``: no limit. Raises :class:`MCPServerError` when the server cannot be
+    started or reached, :class:`~llamabot.errors.SettingsError` for a bad ``call_timeout`` or ``LLAMABOT_MCP_*``
+    variable, and :class:`ToolDefinitionError` naming the server and the tool (after stopping the server) when
+    ``only`` names a tool it does not have, or a tool's description or schema is over its size limit
+    (``LLAMABOT_MCP_MAX_DESCRIPTION_CHARS``, ``LLAMABOT_MCP_MAX_SCHEMA_CHARS``) or cannot be used (a ``$ref`` that
+    does not resolve, a pattern that does not compile).
     """
-    connection = MCPConnection(server_spec(server, env=env, cwd=cwd), connect_timeout=connect_timeout)
+    limits = MCPLimits.from_env(call_timeout)
+    spec = server_spec(server, env=env, cwd=cwd)
+    connection = MCPConnection(spec, connect_timeout=connect_timeout, limits=limits)
     try:
-        return MCPTools(connection, _tools(connection, only, prefix, timeout, retries, retry))
+        return MCPTools(connection, _tools(connection, only, prefix, timeout, retries, retry, limits))
     except BaseException:
         connection.close()
         raise
@@ -144,6 +154,7 @@ def _tools(
     timeout: float | None,
     retries: int | None,
     retry: Retry | None,
+    limits: MCPLimits,
 ) -> list[Tool]:
     label = connection.spec.label
     listing = {t.name: t for t in connection.listing}
@@ -162,11 +173,13 @@ def _tools(
                 f"MCP server {label!r}: tools {tools[name].func.remote_name!r} and {remote_name!r} both become "
                 f"{name!r}; keep one with only=..."
             )
+        description = remote.description or remote.title or remote_name.replace("_", " ")
+        _check_sizes(label, remote_name, description, remote.input_schema, limits)
         function = MCPToolFunction(connection, remote_name, remote.output_schema, name)
         try:
             tools[name] = schema_tool(
                 name,
-                remote.description or remote.title or remote_name.replace("_", " "),
+                description,
                 remote.input_schema,
                 func=function,
                 afunc=function.acall,
@@ -177,6 +190,26 @@ def _tools(
         except ToolDefinitionError as exc:
             raise ToolDefinitionError(f"MCP server {label!r}: {exc}") from exc
     return list(tools.values())
+
+
+def _check_sizes(label: str, tool: str, description: str, schema: Any, limits: MCPLimits) -> None:
+    """Refuse a description or an input schema over its limit (the model would read it at every turn)."""
+    where = f"MCP server {label!r}: tool {tool!r}"
+    leave_out = "; leave the tool out with only=[...]"
+    if len(description) > limits.max_description_chars:
+        raise ToolDefinitionError(
+            f"{where}: its description has {len(description)} characters, over the limit of "
+            f"{limits.max_description_chars} (LLAMABOT_MCP_MAX_DESCRIPTION_CHARS){leave_out}"
+        )
+    try:
+        size = len(json.dumps(schema))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ToolDefinitionError(f"{where}: its input schema cannot be read as JSON ({exc}){leave_out}") from None
+    if size > limits.max_schema_chars:
+        raise ToolDefinitionError(
+            f"{where}: its input schema has {size} characters as JSON, over the limit of "
+            f"{limits.max_schema_chars} (LLAMABOT_MCP_MAX_SCHEMA_CHARS){leave_out}"
+        )
 
 
 __all__ = ["MCPServerError", "MCPToolFunction", "MCPTools", "mcp_tools"]
