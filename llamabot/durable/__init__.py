@@ -11,6 +11,7 @@ See ``docs/design/durable/LLD.md``.
 from llamabot.durable.config import resolve_db_url
 from llamabot.durable.durable import Durable
 from llamabot.durable.errors import (
+    AlreadyDecidedError,
     BotFactoryError,
     DatabaseUnreachableError,
     DatabaseURLError,
@@ -18,6 +19,7 @@ from llamabot.durable.errors import (
     DurableRuntimeError,
     NotStorableError,
     NotWaitingError,
+    RecordRefusedError,
     RunFailedError,
     ToolRejectedError,
     UnknownRunError,
@@ -27,8 +29,8 @@ from llamabot.durable.runtime import launch, shutdown
 from llamabot.durable.worker import run_worker
 
 __all__ = [
-    "BotFactoryError", "DatabaseURLError", "DatabaseUnreachableError", "Durable", "DurableError",
-    "DurableRuntimeError", "NotStorableError", "NotWaitingError", "RunFailedError", "RunInfo", "ToolRejectedError",
-    "UnknownRunError", "approve", "launch", "list_runs", "reject", "resolve_db_url", "run_worker", "shutdown",
-    "show_run", "wait_result",
+    "AlreadyDecidedError", "BotFactoryError", "DatabaseURLError", "DatabaseUnreachableError", "Durable",
+    "DurableError", "DurableRuntimeError", "NotStorableError", "NotWaitingError", "RecordRefusedError",
+    "RunFailedError", "RunInfo", "ToolRejectedError", "UnknownRunError", "approve", "launch", "list_runs", "reject",
+    "resolve_db_url", "run_worker", "shutdown", "show_run", "wait_result",
 ]

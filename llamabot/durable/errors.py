@@ -55,3 +55,27 @@ class ToolRejectedError(DurableError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self.tool, self.reason)
+
+
+class RecordRefusedError(DurableError, ValueError):
+    """A record of the durable-runs database that llamabot will not load: not its JSON (a pickle, from an earlier
+    version or written by someone with access to the database), or naming a class that may not be restored.
+    Nothing of it was executed."""
+
+
+class AlreadyDecidedError(NotWaitingError):
+    """The approval was decided already: the first decision stands (``verdict``, ``by``, ``at_ms``: who decided
+    what, and when, in milliseconds since the epoch) and this one was not sent."""
+
+    def __init__(self, run_id: str, request: int, verdict: str, by: str = "", at_ms: int | None = None):
+        self.run_id, self.request, self.verdict, self.by, self.at_ms = run_id, request, verdict, by, at_ms
+        when = ""
+        if at_ms is not None:
+            import datetime
+
+            stamp = datetime.datetime.fromtimestamp(at_ms / 1000, datetime.timezone.utc)
+            when = f" at {stamp.isoformat(timespec='seconds').replace('+00:00', 'Z')}"
+        who = f" by {by}" if by else ""
+        past = "approved" if verdict == "approve" else "rejected"
+        super().__init__(f"approval #{request} of run {run_id} was already decided: {past}{who}{when}; the first "
+                         "decision stands and this one was not sent")

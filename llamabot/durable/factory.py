@@ -62,6 +62,11 @@ class BotCache:
                     bot = self._bots[spec] = build_bot(spec)
         return bot
 
+    def state_classes(self) -> tuple[type, ...]:
+        """The ``state_classes`` of every bot built so far (what the durable serializer may store besides
+        llamabot's own classes)."""
+        return tuple(cls for bot in list(self._bots.values()) for cls in bot.state_classes)
+
     def clear(self) -> None:
         with self._lock:
             self._bots.clear()

@@ -22,10 +22,12 @@ from llamabot.durable.errors import (
     DatabaseUnreachableError,
     NotStorableError,
     NotWaitingError,
+    RecordRefusedError,
     RunFailedError,
     UnknownRunError,
 )
 from llamabot.durable.runtime import QUEUE_NAME, WORKFLOW_NAME, WORKFLOW_VERSION, check_reachable
+from llamabot.durable.serializer import SERIALIZER, refusal, refuse_pickle
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,9 +53,10 @@ def client(db: str | None = None) -> Iterator[DBOSClient]:
     """A ``DBOSClient`` on ``db`` for the block; :class:`DatabaseUnreachableError` when it cannot connect."""
     url = resolve_db_url(db)
     check_reachable(url)
+    refuse_pickle()
     try:
         DBOS.migrate(url)  # idempotent: a database no run has used yet reads as empty, not as an error
-        opened = DBOSClient(system_database_url=url, retry_connection_errors=False)
+        opened = DBOSClient(system_database_url=url, retry_connection_errors=False, serializer=SERIALIZER)
     except Exception as exc:
         raise DatabaseUnreachableError(f"cannot open the durable-runs database {redacted(url)}: {exc}") from exc
     try:
@@ -156,6 +159,8 @@ def _status(c: DBOSClient, run_id: str) -> Any:
 
 
 def _waiting(c: DBOSClient, run_id: str, status: str) -> dict[str, Any] | None:
+    """The pending approval record of a run that waits for one; :class:`RecordRefusedError` when the stored
+    event is not llamabot's."""
     if status != "PENDING":
         return None
     record = c.get_event(run_id, APPROVAL_EVENT, timeout_seconds=0)
@@ -163,12 +168,22 @@ def _waiting(c: DBOSClient, run_id: str, status: str) -> dict[str, Any] | None:
 
 
 def _info(c: DBOSClient, status: Any) -> RunInfo:
-    inputs = status.input or {}
-    args = inputs.get("args", ()) if isinstance(inputs, dict) else ()
-    error = None if status.error is None else f"{type(status.error).__name__}: {status.error}"
+    """A run as stored. A record llamabot refused to load (DBOS hands its raw text back in its place) reads as
+    nothing, and the refusal is the run's ``error``."""
+    refused = [e for e in (refusal(status.input), refusal(status.output), refusal(status.error)) if e is not None]
+    inputs = status.input if isinstance(status.input, dict) else {}
+    args = inputs.get("args", ())
+    args = args if isinstance(args, tuple) else ()
+    try:
+        waiting = _waiting(c, status.workflow_id, status.status)
+    except RecordRefusedError as exc:
+        waiting = None
+        refused.append(exc)
+    error = None if status.error is None or refused else f"{type(status.error).__name__}: {status.error}"
+    if refused:
+        error = "; ".join(f"{type(e).__name__}: {e}" for e in refused)
     return RunInfo(
         run_id=status.workflow_id, status=status.status, factory=args[0] if args else None,
-        query=args[1] if len(args) > 1 else None, result=status.output, error=error,
-        waiting=_waiting(c, status.workflow_id, status.status), executor=status.executor_id,
-        created_ms=status.created_at,
+        query=args[1] if len(args) > 1 else None, result=None if refused else status.output, error=error,
+        waiting=waiting, executor=status.executor_id, created_ms=status.created_at,
     )

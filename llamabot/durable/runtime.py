@@ -24,7 +24,8 @@ from dbos import DBOS
 from llamabot.durable.config import APP_NAME, is_sqlite, redacted, resolve_db_url
 from llamabot.durable.errors import DatabaseUnreachableError, DurableRuntimeError, NotStorableError
 from llamabot.durable.factory import BotCache
-from llamabot.durable.steps import DurableSteps, survives_pickle
+from llamabot.durable.serializer import SERIALIZER, refuse_pickle
+from llamabot.durable.steps import DurableSteps
 from llamabot.models.exchange import using_steps
 
 WORKFLOW_NAME = "llamabot.run"
@@ -32,7 +33,7 @@ WORKFLOW_NAME = "llamabot.run"
 QUEUE_NAME = "llamabot_runs"
 #: Recorded with every run; only a process with the same version recovers a run. Change it when the sequence of
 #: steps a run makes changes incompatibly.
-WORKFLOW_VERSION = "llamabot-durable-1"
+WORKFLOW_VERSION = "llamabot-durable-2"  # 2: JSON records (1 pickled them)
 #: Seconds to wait for a PostgreSQL server before calling it unreachable.
 CONNECT_TIMEOUT_S = 5
 
@@ -46,6 +47,9 @@ class _Runtime:
 
 
 _RUNTIME = _Runtime()
+# How this process stores and reads everything of a durable run (the runtime and every client): JSON, with the
+# classes of the bots this process built (their ``state_classes``) besides llamabot's own.
+SERIALIZER.classes_from(_RUNTIME.bots.state_classes)
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
@@ -55,11 +59,14 @@ async def durable_run(factory: str, query: Any, options: dict[str, Any]) -> Any:
     bot = _RUNTIME.bots.bot_for(factory)
     with using_steps(DurableSteps()):
         result = await bot.arun(query, **options)
-    if not survives_pickle(result):  # DBOS would fail storing it with a bare PicklingError, after every step ran
+    try:  # checked here, so that the run fails with an error naming the result and the bot
+        SERIALIZER.round_trip(result, "the run's result")
+    except NotStorableError as exc:
         raise NotStorableError(
             f"the run's result ({type(result).__name__}, from {type(bot).__name__}) cannot be stored with the durable "
-            "run; a graph's result must be plain data (str, numbers, lists, dicts, dataclasses, pydantic models)"
-        )
+            f"run: {exc}. A graph's result must be data (str, numbers, lists, dicts, llamabot's dataclasses and "
+            "models, or classes listed in the bot's state_classes)"
+        ) from None
     return result
 
 
@@ -87,7 +94,8 @@ def launch(db: str | None = None, *, executor_id: str | None = None, worker_conc
             )
         check_reachable(url)
         config: dict[str, Any] = {"name": APP_NAME, "system_database_url": url, "log_level": "WARNING",
-                                  "application_version": WORKFLOW_VERSION}
+                                  "application_version": WORKFLOW_VERSION, "serializer": SERIALIZER}
+        refuse_pickle()
         if executor_id:
             config["executor_id"] = executor_id
         if is_sqlite(url):

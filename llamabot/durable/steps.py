@@ -20,7 +20,6 @@ exchanges use the async drivers (``astep``); ``step`` serves exchanges driven sy
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Generator
 from typing import Any
 
@@ -36,6 +35,7 @@ from llamabot.durable.approval import (
     pending_record,
 )
 from llamabot.durable.errors import NotStorableError, ToolRejectedError
+from llamabot.durable.serializer import SERIALIZER
 from llamabot.errors import ToolArgumentsError
 from llamabot.models.exchange import acarry_out, carry_out, using_steps
 from llamabot.models.reply import ModelRequest
@@ -169,26 +169,24 @@ async def _arun_plainly(request: Any, model: ChatModel | None, on_token: TokenCa
 
 
 def storable(request: Any, reply: Any) -> Any:
-    """The reply, made storable: DBOS pickles it, and a recovered run unpickles it. A tool attempt's value that
-    does not survive that becomes an error outcome naming the tool (shown to the model); an exception that does
-    not survive it (a custom ``__init__``) is kept as a ``RuntimeError`` with the same text."""
+    """The reply, made storable: DBOS stores it as JSON (:mod:`llamabot.durable.serializer`), and a recovered run
+    reads it back. A model reply that cannot be stored fails the step with :class:`NotStorableError`; a tool
+    attempt's value that cannot becomes an error outcome naming the tool (shown to the model). An exception whose
+    class cannot be restored is stored as a ``RuntimeError`` with the same text, so the run sees now what a
+    recovered run would."""
     if type(request) is not ToolAttempt:
+        if type(request) is ModelRequest:
+            SERIALIZER.encode(reply, f"the reply of model {request.model!r}")  # fails here, not in DBOS
         return reply
     value, error = reply
-    if survives_pickle(reply):
-        return reply
-    if error is not None and survives_pickle(value):
-        return value, RuntimeError(f"{type(error).__name__}: {error}")
-    return None, NotStorableError(
-        f"tool {request.tool.name!r}: its result ({type(value).__name__}) cannot be stored with the durable run; "
-        "return plain data (str, numbers, lists, dicts, dataclasses, pydantic models)"
-    )
-
-
-def survives_pickle(value: Any) -> bool:
-    """Whether ``value`` comes back from a pickle round trip (what DBOS stores, and what a recovered run reads)."""
     try:
-        pickle.loads(pickle.dumps(value))
-    except Exception:  # noqa: BLE001 - any pickling failure means the same thing here
-        return False
-    return True
+        SERIALIZER.round_trip(value, f"the result of tool {request.tool.name!r}")
+    except NotStorableError as exc:
+        return None, NotStorableError(
+            f"{exc}; return plain data (str, numbers, lists, dicts, llamabot's dataclasses and models) or list "
+            "its class in the bot's state_classes"
+        )
+    if error is not None:
+        restored = SERIALIZER.round_trip(error, f"the error of tool {request.tool.name!r}")
+        return value, error if type(restored) is type(error) else restored
+    return reply
