@@ -20,6 +20,9 @@ DB_OPTION = typer.Option(None, "--db", help="Database URL (default: $LLAMABOT_DB
                                             "user's data directory); postgresql://... for many workers.")
 
 
+BY_OPTION = typer.Option(None, "--by", help="Who decides, recorded with the decision (default: user@host).")
+
+
 def _durable() -> Any:
     try:
         import llamabot.durable as durable
@@ -80,15 +83,16 @@ def runs_show(run_id: str = typer.Argument(..., help="The run id."), db: Optiona
 @runs_app.command("approve")
 def runs_approve(run_id: str = typer.Argument(..., help="The run id."),
                  arguments: Optional[str] = typer.Option(None, "--arguments", help="Edited tool arguments (a JSON object)."),  # noqa: UP045
-                 db: Optional[str] = DB_OPTION) -> None:  # noqa: UP045
-    """Let the waiting tool call run (with its own arguments, or edited ones)."""
+                 db: Optional[str] = DB_OPTION, by: Optional[str] = BY_OPTION) -> None:  # noqa: UP045
+    """Let the waiting tool call run (with its own arguments, or edited ones). The first decision wins: a run
+    someone decided already is refused (exit 1), naming that decision."""
     durable = _durable()
     try:
         edited = None if arguments is None else json.loads(arguments)
     except json.JSONDecodeError as exc:
         raise typer.BadParameter(f"--arguments is not JSON: {exc}") from exc
     try:
-        pending = durable.approve(run_id, edited, db)
+        pending = durable.approve(run_id, edited, db, by=by)
     except durable.DurableError as exc:
         raise _fail(exc) from exc
     console.print(f"approved {pending['tool']} for run {run_id}", highlight=False)
@@ -97,11 +101,12 @@ def runs_approve(run_id: str = typer.Argument(..., help="The run id."),
 @runs_app.command("reject")
 def runs_reject(run_id: str = typer.Argument(..., help="The run id."),
                 reason: str = typer.Option("", "--reason", help="Why (shown to the model)."),
-                db: Optional[str] = DB_OPTION) -> None:  # noqa: UP045
-    """Refuse the waiting tool call; the model is shown the rejection and the reason."""
+                db: Optional[str] = DB_OPTION, by: Optional[str] = BY_OPTION) -> None:  # noqa: UP045
+    """Refuse the waiting tool call; the model is shown the rejection and the reason. The first decision wins,
+    as for approve."""
     durable = _durable()
     try:
-        pending = durable.reject(run_id, reason, db)
+        pending = durable.reject(run_id, reason, db, by=by)
     except durable.DurableError as exc:
         raise _fail(exc) from exc
     console.print(f"rejected {pending['tool']} for run {run_id}", highlight=False)

@@ -16,8 +16,9 @@ from typing import Any
 from dbos import DBOS, DBOSClient
 from dbos import error as dbos_error
 
-from llamabot.durable.approval import APPROVAL_EVENT, APPROVAL_TOPIC, Decision, json_data
+from llamabot.durable.approval import APPROVAL_EVENT, Decision, json_data
 from llamabot.durable.config import redacted, resolve_db_url
+from llamabot.durable.decisions import decisions_engine, default_decider, last_decided, send_first
 from llamabot.durable.errors import (
     DatabaseUnreachableError,
     NotStorableError,
@@ -81,37 +82,43 @@ def show_run(run_id: str, db: str | None = None) -> RunInfo:
         return replace(_info(c, status), steps=steps)
 
 
-def approve(run_id: str, arguments: dict[str, Any] | None = None, db: str | None = None) -> dict[str, Any]:
+def approve(run_id: str, arguments: dict[str, Any] | None = None, db: str | None = None, *,
+            by: str | None = None) -> dict[str, Any]:
     """Approve the tool call run ``run_id`` waits for, optionally with edited ``arguments`` (validated by the run
     against the tool's schema; invalid ones are shown to the model as the tool's error). Returns the pending
-    record that was answered. :class:`UnknownRunError`, :class:`NotWaitingError`,
+    record that was answered. ``by``: who decides (default ``user@host``). :class:`UnknownRunError`,
+    :class:`NotWaitingError`, :class:`AlreadyDecidedError` (someone decided first: that decision stands),
     :class:`~llamabot.durable.errors.NotStorableError` (arguments that are not JSON data)."""
     if arguments is not None:
         if not isinstance(arguments, dict):
             raise NotStorableError(
                 f"approve {run_id}: arguments must be a JSON object (a dict), got {type(arguments).__name__}")
         arguments = json_data(arguments, f"the edited arguments for run {run_id}")
-    return _decide(run_id, "approve", arguments, "", db)
+    return _decide(run_id, "approve", arguments, "", db, by)
 
 
-def reject(run_id: str, reason: str = "", db: str | None = None) -> dict[str, Any]:
-    """Reject the tool call run ``run_id`` waits for; the model is shown the rejection and ``reason``."""
-    return _decide(run_id, "reject", None, reason, db)
+def reject(run_id: str, reason: str = "", db: str | None = None, *, by: str | None = None) -> dict[str, Any]:
+    """Reject the tool call run ``run_id`` waits for; the model is shown the rejection and ``reason``. Raises as
+    :func:`approve` does."""
+    return _decide(run_id, "reject", None, reason, db, by)
 
 
-def _decide(run_id: str, verdict: str, arguments: dict[str, Any] | None, reason: str, db: str | None) -> dict[str, Any]:
-    with client(db) as c:
+def _decide(run_id: str, verdict: str, arguments: dict[str, Any] | None, reason: str, db: str | None,
+            by: str | None) -> dict[str, Any]:
+    url = resolve_db_url(db)
+    with client(url) as c, decisions_engine(url) as engine:
         status = _status(c, run_id)
         pending = _waiting(c, run_id, status.status)
         if pending is None:
+            first = last_decided(engine, run_id)
+            if first is not None:
+                raise first.refusal(run_id)
             raise NotWaitingError(
                 f"run {run_id} is not waiting for an approval (status {status.status}); "
                 "`llamabot runs list` shows the runs that wait"
             )
         decision = Decision(pending["request"], verdict, arguments, reason)  # type: ignore[arg-type]
-        # One decision per approval: a second one sent before the run picked up the first is dropped by DBOS
-        # (same idempotency key); once the run has taken it, the run no longer waits and this raises above.
-        c.send(run_id, decision.to_message(), APPROVAL_TOPIC, idempotency_key=f"{run_id}:approval:{decision.request}")
+        send_first(engine, c, run_id, decision, by or default_decider())  # the first decision wins, atomically
         return pending
 
 

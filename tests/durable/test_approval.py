@@ -11,6 +11,7 @@ import time
 import pytest
 
 from llamabot.durable import (
+    AlreadyDecidedError,
     Durable,
     NotStorableError,
     NotWaitingError,
@@ -37,7 +38,8 @@ def _waiting(db: str, run_id: str, timeout: float = 30.0) -> dict:
 
 
 def test_dur_hil_010_a_run_waits_then_approval_after_a_restart_runs_the_tool_once(db_url, files):
-    """DUR-HIL-010/040: paused, process killed, approved while no process runs, resumed by a new process."""
+    """DUR-HIL-010/040/080: paused, process killed, approved while no process runs (a reject after it is
+    refused), resumed by a new process."""
     effects, _ = files
     cmd = [PYTHON, "-m", "tests.durable.run_agent", db_url, "pay-1", "pay alice", FACTORY]
     first = subprocess.Popen(cmd, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -48,14 +50,15 @@ def test_dur_hil_010_a_run_waits_then_approval_after_a_restart_runs_the_tool_onc
     first.wait()
     assert not effects.exists()  # nothing ran before the approval
 
-    approve("pay-1", db=db_url)
-    reject("pay-1", "changed my mind", db=db_url)  # a second decision before the run took the first: dropped
+    approve("pay-1", db=db_url, by="ann")
+    with pytest.raises(AlreadyDecidedError, match="already decided: approved by ann"):  # DUR-HIL-040, -080
+        reject("pay-1", "changed my mind", db=db_url)  # while no process runs the run: the approval stands
     second = subprocess.Popen(cmd, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = second.communicate(timeout=120)
     assert second.returncode == 0, err
     assert json.loads(out.strip().splitlines()[-1])["result"] == "pay alice -> sent 10.0 to alice; recorded 2"
     assert effects.read_text().splitlines() == ["transfer|10.0|alice", "pay alice|2"]
-    with pytest.raises(NotWaitingError):  # the run took its decision and finished
+    with pytest.raises(NotWaitingError, match="already decided"):  # the run took its decision and finished
         approve("pay-1", db=db_url)
 
 
