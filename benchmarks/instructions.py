@@ -61,7 +61,7 @@ class Instant:
 #: What the measured process does, by kind: set-up, ``WARM_UP`` runs, then ``n`` more. ``{n}`` is filled in.
 PROBES = {
     "agent": INSTANT + """
-bot = AgentBot(tools=CALCULATOR_TOOLS, model_name=Instant())
+bot = AgentBot(tools=CALCULATOR_TOOLS, model=Instant())
 for _ in range({warm} + {n}):
     bot.reset()
     assert bot("What is (2 + 3) * 7?") == "35"
@@ -69,7 +69,7 @@ for _ in range({warm} + {n}):
     "async": INSTANT + """
 import asyncio
 
-bot = AsyncAgentBot(tools=CALCULATOR_TOOLS, model_name=Instant())
+bot = AsyncAgentBot(tools=CALCULATOR_TOOLS, model=Instant())
 
 async def main():
     for _ in range({warm} + {n}):
@@ -87,7 +87,7 @@ exporter = InMemorySpanExporter()
 provider = TracerProvider()
 provider.add_span_processor(SimpleSpanProcessor(exporter))
 otel.instrument(provider)
-bot = AgentBot(tools=CALCULATOR_TOOLS, model_name=Instant())
+bot = AgentBot(tools=CALCULATOR_TOOLS, model=Instant())
 for _ in range({warm} + {n}):
     bot.reset()
     assert bot("What is (2 + 3) * 7?") == "35"

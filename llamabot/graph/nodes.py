@@ -96,6 +96,8 @@ class DecideNode(DualNode):
         self.max_errors = max_errors
         self.history_limit = history_limit
         self.family = model_family(toolbot.model)
+        #: whether any tool of this decision requires approval (only then can a reply pause the run)
+        self.approval_tools = any(t.requires_approval for t in toolbot.tools.values())
 
     def prep(self, shared: dict[str, Any]) -> DecideInput:
         if shared["_pending"]:
@@ -181,7 +183,8 @@ class DecideNode(DualNode):
             call: PendingCall = pending.pop(0)
             shared["func_call"] = call
             # calls of tools that require approval: the run pauses here, before any call of this reply runs
-            pause_for_approval(shared, decision.calls, self.toolbot.tools, self.span_name, call.name)
+            if self.approval_tools:
+                pause_for_approval(shared, decision.calls, self.toolbot.tools, self.span_name, call.name)
             return call.name
         call = pending.pop(0)
         shared["func_call"] = call

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -38,9 +39,11 @@ def tool_result(tool_call_id: str, name: str, content: Any) -> Message:
     return {"role": "tool", "tool_call_id": tool_call_id, "name": name, "content": tool_result_text(content, name)}
 
 
+@functools.cache
 def tool_result_chars() -> int:
     """At most how many characters of a tool's result the model is shown: ``$LLAMABOT_TOOL_RESULT_CHARS`` (a
-    whole number from 100), else :data:`TOOL_RESULT_CHARS`."""
+    whole number from 100), else :data:`TOOL_RESULT_CHARS`. Read once, on first use (``tool_result_chars.
+    cache_clear()`` reads it again)."""
     raw = os.environ.get("LLAMABOT_TOOL_RESULT_CHARS", "").strip()
     if not raw:
         return TOOL_RESULT_CHARS

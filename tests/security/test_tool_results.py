@@ -9,7 +9,7 @@ import pytest
 
 from llamabot import tool
 from llamabot.errors import SettingsError, ToolResultError
-from llamabot.models.messages import TOOL_RESULT_CHARS, tool_result_text
+from llamabot.models.messages import TOOL_RESULT_CHARS, tool_result_chars, tool_result_text
 from tests.security.agent_scenarios import agent, call_then_echo
 
 BIG = 50 * 1024 * 1024  # 50 MB
@@ -85,11 +85,17 @@ def test_hrd_sec_100_a_terminal_tools_whole_value_is_the_runs_result():
 
 def test_hrd_sec_100_the_limit_is_a_setting(monkeypatch):
     monkeypatch.setenv("LLAMABOT_TOOL_RESULT_CHARS", "1000")
-    bot, model = agent([big], call_then_echo("big"))
-    assert bot("big one") == "x" * 940 + f"... [truncated: {BIG} characters, showing the first 940]"
-    monkeypatch.setenv("LLAMABOT_TOOL_RESULT_CHARS", "lots")
-    with pytest.raises(SettingsError, match="LLAMABOT_TOOL_RESULT_CHARS"):
-        tool_result_text("text", "t")
+    tool_result_chars.cache_clear()  # read once per process, on first use
+    try:
+        bot, model = agent([big], call_then_echo("big"))
+        assert bot("big one") == "x" * 940 + f"... [truncated: {BIG} characters, showing the first 940]"
+        monkeypatch.setenv("LLAMABOT_TOOL_RESULT_CHARS", "lots")
+        tool_result_chars.cache_clear()
+        with pytest.raises(SettingsError, match="LLAMABOT_TOOL_RESULT_CHARS"):
+            tool_result_text("text", "t")
+    finally:
+        monkeypatch.delenv("LLAMABOT_TOOL_RESULT_CHARS")
+        tool_result_chars.cache_clear()
 
 
 def test_hrd_sec_100_an_error_message_of_50_mb_is_cut_the_same_way():
