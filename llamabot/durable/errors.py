@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from llamabot.errors import LlamabotError
+from llamabot.tools.approval import ToolRejectedError  # noqa: F401 - one rejection for every kind of run
 
 
 class DurableError(LlamabotError):
@@ -43,18 +42,6 @@ class NotWaitingError(DurableError):
 
 class RunFailedError(DurableError):
     """A durable run ended with an error, or was cancelled; the message carries the run id and the cause."""
-
-
-class ToolRejectedError(DurableError):
-    """A person rejected a tool call of a durable run. Never raised: it is the tool's outcome, shown to the model
-    (``"ToolRejectedError: ..."``)."""
-
-    def __init__(self, tool: str, reason: str = ""):
-        self.tool, self.reason = tool, reason
-        super().__init__(f"a person rejected the call of tool {tool!r}" + (f": {reason}" if reason else ""))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return type(self), (self.tool, self.reason)
 
 
 class RecordRefusedError(DurableError, ValueError):
