@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from llamabot.bot.options import accepted_options, not_a_model, strict_options
+from llamabot.bot.options import bot_settings, check_shared, not_a_model, strict_options
 from llamabot.bot.toolbot import ToolBot
 from llamabot.graph.agent_state import answer_open_calls, new_run_state, restored_run_state
 from llamabot.graph.approval import ApprovalRequired
@@ -24,7 +24,7 @@ from llamabot.graph.nodes import DecideNode, FuncNode
 from llamabot.graph.parallel_calls import ParallelCalls, cancel_early
 from llamabot.models.messages import Message
 from llamabot.models.seam import ChatModel, get_model
-from llamabot.models.settings import ModelSettings, check_model_settings
+from llamabot.models.settings import ModelSettings
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, current_run
 from llamabot.observe.usage import UsageLimits
@@ -95,10 +95,8 @@ class AgentBot(GraphBot):
         not_a_model(type(self).__name__, "tools", tools)
         if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
             raise TypeError(f"{type(self).__name__}(tools=...) takes an iterable of tools, got {type(tools).__name__}")
-        if system_prompt is not None and not isinstance(system_prompt, str):
-            not_a_model(type(self).__name__, "system_prompt", system_prompt)
-            raise TypeError(f"system_prompt must be a string, got {type(system_prompt).__name__}")
-        settings = check_model_settings(model_settings, type(self).__name__, AGENT_OPTIONS)
+        check_shared(type(self).__name__, system_prompt=system_prompt, prompt_optional=True)
+        settings = bot_settings(self, model_settings)
         self.tools = merge_tools(tools)
         self.model = get_model(model)
         self.model_name = self.model.name
@@ -162,10 +160,6 @@ class AgentBot(GraphBot):
     def reset(self) -> None:
         """Forget the conversation kept by ``__call__``."""
         self.memory = []
-
-
-#: AgentBot's constructor keywords (a model setting of the same name is refused: it belongs on the constructor).
-AGENT_OPTIONS = accepted_options(AgentBot.__init__)
 
 
 class AsyncAgentBot(AwaitedCall, AgentBot):

@@ -20,7 +20,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from llamabot.models.settings import MODEL_SETTING_NAMES
+from llamabot.models.settings import MODEL_SETTING_NAMES, check_model_settings
+from llamabot.observe.usage import UsageLimits
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,10 +30,31 @@ RENAMED = {"model_name": "model", "pydantic_model": "output_type"}
 
 
 def accepted_options(init: Callable[..., Any]) -> frozenset[str]:
-    """The keywords ``init`` accepts (its named parameters but ``self``)."""
+    """The keywords ``init`` accepts (its named parameters but ``self``; for a constructor wrapped by
+    :func:`strict_options`, the set it checks against, read once when the class was made)."""
+    known = getattr(init, "options", None)
+    if known is not None:
+        return known
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     return frozenset(name for name, p in inspect.signature(init).parameters.items()
                      if p.kind in kinds and name != "self")
+
+
+def bot_settings(bot: Any, model_settings: Any) -> dict[str, Any]:
+    """``bot``'s ``model_settings`` checked (:func:`~llamabot.models.settings.check_model_settings`), none of
+    them one of its constructor's options."""
+    return check_model_settings(model_settings, type(bot).__name__, accepted_options(type(bot).__init__))
+
+
+def check_shared(owner: str, *, system_prompt: Any = "", usage_limits: Any = None, prompt_optional: bool = False,
+                 ) -> None:
+    """``TypeError`` for a shared option of the wrong type: ``system_prompt`` not a string (a model object
+    there says to pass ``model=``), ``usage_limits`` not a :class:`UsageLimits`."""
+    if not isinstance(system_prompt, str) and not (prompt_optional and system_prompt is None):
+        not_a_model(owner, "system_prompt", system_prompt)
+        raise TypeError(f"{owner}: system_prompt must be a string, got {type(system_prompt).__name__}")
+    if usage_limits is not None and not isinstance(usage_limits, UsageLimits):
+        raise TypeError(f"{owner}: usage_limits must be a UsageLimits, got {type(usage_limits).__name__}")
 
 
 def strict_options(init: F | None = None, *, extra: frozenset[str] = frozenset()) -> Any:
@@ -53,6 +75,7 @@ def strict_options(init: F | None = None, *, extra: frozenset[str] = frozenset()
             kwargs = normalized(type(self).__name__, accepted, kwargs)
         init(self, *args, **kwargs)
 
+    checked.options = accepted  # type: ignore[attr-defined]
     return checked
 
 

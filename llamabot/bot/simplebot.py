@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from llamabot.bot.options import accepted_options, not_a_model, strict_options
+from llamabot.bot.options import bot_settings, check_shared, strict_options
 from llamabot.errors import ModelCallError
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import AIMessage, system, to_messages
 from llamabot.models.reply import ModelRequest
 from llamabot.models.seam import ChatModel, TokenCallback, get_model
-from llamabot.models.settings import ModelSettings, check_model_settings
+from llamabot.models.settings import ModelSettings
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, run
 from llamabot.observe.usage import UsageLimits
@@ -40,17 +40,12 @@ class SimpleBot:
         hooks: Iterable[RunHooks] = (),
         usage_limits: UsageLimits | None = None,
     ):
-        if not isinstance(system_prompt, str):
-            not_a_model(type(self).__name__, "system_prompt", system_prompt)
-            raise TypeError(f"{type(self).__name__}: system_prompt must be a string, got {type(system_prompt).__name__}")
-        if usage_limits is not None and not isinstance(usage_limits, UsageLimits):
-            raise TypeError(f"usage_limits must be a UsageLimits, got {type(usage_limits).__name__}")
+        check_shared(type(self).__name__, system_prompt=system_prompt, usage_limits=usage_limits)
         self.system_prompt = system_prompt
         self.model = get_model(model)
         self.model_name = self.model.name
         self.stream_target = stream_target
-        self.model_settings = check_model_settings(model_settings, type(self).__name__,
-                                                   accepted_options(type(self).__init__))
+        self.model_settings = bot_settings(self, model_settings)
         self.hooks: tuple[RunHooks, ...] = tuple(hooks)
         self.usage_limits = usage_limits
         self.last_trace: Trace | None = None

@@ -18,13 +18,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from llamabot.bot.options import accepted_options, not_a_model, strict_options
+from llamabot.bot.options import bot_settings, check_shared, strict_options
 from llamabot.errors import ToolArgumentsError
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange, step_runner
 from llamabot.models.messages import Message, assistant, system, to_messages
 from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
 from llamabot.models.seam import ChatModel, acall_model, call_model, get_model, model_family
-from llamabot.models.settings import ModelSettings, check_model_settings
+from llamabot.models.settings import ModelSettings
 from llamabot.models.tool_call_text import extract_tool_calls
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, run
@@ -120,11 +120,7 @@ class ToolBot:
         hooks: Iterable[RunHooks] = (),
         usage_limits: UsageLimits | None = None,
     ):
-        if not isinstance(system_prompt, str):
-            not_a_model(type(self).__name__, "system_prompt", system_prompt)
-            raise TypeError(f"{type(self).__name__}: system_prompt must be a string, got {type(system_prompt).__name__}")
-        if usage_limits is not None and not isinstance(usage_limits, UsageLimits):
-            raise TypeError(f"usage_limits must be a UsageLimits, got {type(usage_limits).__name__}")
+        check_shared(type(self).__name__, system_prompt=system_prompt, usage_limits=usage_limits)
         self.model = get_model(model)
         self.model_name = self.model.name
         self.tools: dict[str, Tool] = {}
@@ -140,8 +136,7 @@ class ToolBot:
             raise ValueError(f"tool_choice {tool_choice!r} is not 'auto', 'required' or a registered tool name")
         self.system_prompt = system_prompt
         self.tool_choice = tool_choice
-        self.model_settings = check_model_settings(model_settings, type(self).__name__,
-                                                   accepted_options(type(self).__init__))
+        self.model_settings = bot_settings(self, model_settings)
         self.hooks: tuple[RunHooks, ...] = tuple(hooks)
         self.usage_limits = usage_limits
         self.schemas = [t.json_schema for t in self.tools.values()]

@@ -133,13 +133,16 @@ Gate = tuple["Decision | None", Any]
 def approval_gate(shared: dict[str, Any], call: Any) -> Gate:
     """The gate of one call of a tool that requires approval (see :data:`Gate`); :class:`ApprovalMissingError`
     when the run has neither a decision, an approver nor a durable step runner (a custom graph whose decision
-    node did not pause): the tool never runs without a decision."""
+    node did not pause): the tool never runs without a decision. In a durable run the step runner alone decides
+    (it waits for a person), so the gate is ``(None, None)`` there: a call is never decided twice."""
     given = (shared.get(DECISIONS) or {}).get(call.id)
     if given is not None:
         return Decision.from_dict(given), None
+    if step_runner() is not None:
+        return None, None
     run = active_run()
     approver = run[0].values.get(APPROVER) if run is not None else None
-    if approver is None and step_runner() is None:
+    if approver is None:
         raise ApprovalMissingError(call.name, call.id)
     return None, approver
 

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from llamabot.bot.options import check_shared
 from llamabot.graph.approval import (
     APPROVER,
     DECISIONS,
@@ -107,8 +108,7 @@ class GraphBot(Closing):
     def __init__(self, *, hooks: Iterable[RunHooks] = (), usage_limits: UsageLimits | None = None,
                  approver: Approver | None = None):
         self.hooks: tuple[RunHooks, ...] = tuple(hooks)
-        if usage_limits is not None and not isinstance(usage_limits, UsageLimits):
-            raise TypeError(f"usage_limits must be a UsageLimits, got {type(usage_limits).__name__}")
+        check_shared(type(self).__name__, usage_limits=usage_limits)
         if approver is not None and not callable(approver):
             raise TypeError(f"approver must be a callable (request -> Decision or bool), got {type(approver).__name__}")
         self.usage_limits = usage_limits

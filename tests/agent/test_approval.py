@@ -42,6 +42,13 @@ def make_tools():
     return sent, pay, balance
 
 
+def pause(bot, question: str) -> ApprovalRequired:
+    """The pause of a run that must stop for approval (the test fails if it does not)."""
+    with pytest.raises(ApprovalRequired) as info:
+        bot(question)
+    return info.value
+
+
 def pay_then_answer(*first) -> ScriptedModel:
     return ScriptedModel([*first, tool_call("respond_to_user", response="done")])
 
@@ -49,10 +56,9 @@ def pay_then_answer(*first) -> ScriptedModel:
 def test_api_approve_010_a_plain_run_pauses_before_the_call_and_nothing_is_sent():
     sent, pay, balance = make_tools()
     bot = AgentBot(tools=[pay, balance], model=pay_then_answer(tool_call("pay", amount=5, to="alice")))
-    with pytest.raises(ApprovalRequired) as info:
-        bot("Pay alice 5")
+    paused = pause(bot, "Pay alice 5")
     assert sent == []
-    (request,) = info.value.requests
+    (request,) = paused.requests
     assert (request.tool, request.arguments) == ("pay", {"amount": 5.0, "to": "alice"})
     assert request.call_id
 
@@ -61,9 +67,7 @@ def test_api_approve_020_resume_with_approval_runs_the_call_once_and_finishes():
     sent, pay, balance = make_tools()
     model = pay_then_answer(tool_call("pay", amount=5, to="alice"))
     bot = AgentBot(tools=[pay, balance], model=model)
-    with pytest.raises(ApprovalRequired) as info:
-        bot("Pay alice 5")
-    paused = info.value.paused
+    paused = pause(bot, "Pay alice 5").paused
     assert bot.resume(paused, {paused.requests[0].call_id: Decision.approve()}) == "done"
     assert sent == [(5.0, "alice")]
     # the model saw the tool's real result after the resume
@@ -75,10 +79,9 @@ def test_api_approve_030_reject_shows_the_reason_to_the_model_and_never_runs_the
     sent, pay, balance = make_tools()
     model = pay_then_answer(tool_call("pay", amount=5, to="mallory"))
     bot = AgentBot(tools=[pay, balance], model=model)
-    with pytest.raises(ApprovalRequired) as info:
-        bot("Pay mallory 5")
-    call_id = info.value.requests[0].call_id
-    assert bot.resume(info.value, {call_id: Decision.reject("not a known payee")}) == "done"
+    paused = pause(bot, "Pay mallory 5")
+    call_id = paused.requests[0].call_id
+    assert bot.resume(paused, {call_id: Decision.reject("not a known payee")}) == "done"
     assert sent == []
     shown = [m["content"] for m in model.requests[-1].messages if m.get("role") == "tool"]
     assert any("ToolRejectedError" in c and "not a known payee" in c for c in shown)
@@ -87,10 +90,9 @@ def test_api_approve_030_reject_shows_the_reason_to_the_model_and_never_runs_the
 def test_api_approve_040_edited_arguments_are_validated_and_used():
     sent, pay, balance = make_tools()
     bot = AgentBot(tools=[pay, balance], model=pay_then_answer(tool_call("pay", amount=500, to="alice")))
-    with pytest.raises(ApprovalRequired) as info:
-        bot("Pay alice")
-    call_id = info.value.requests[0].call_id
-    bot.resume(info.value, {call_id: Decision.approve(arguments={"amount": 50, "to": "alice"})})
+    paused = pause(bot, "Pay alice")
+    call_id = paused.requests[0].call_id
+    bot.resume(paused, {call_id: Decision.approve(arguments={"amount": 50, "to": "alice"})})
     assert sent == [(50.0, "alice")]
 
 
@@ -98,9 +100,8 @@ def test_api_approve_045_invalid_edited_arguments_are_shown_to_the_model_not_run
     sent, pay, balance = make_tools()
     model = pay_then_answer(tool_call("pay", amount=500, to="alice"))
     bot = AgentBot(tools=[pay, balance], model=model)
-    with pytest.raises(ApprovalRequired) as info:
-        bot("Pay alice")
-    bot.resume(info.value, {info.value.requests[0].call_id: Decision.approve(arguments={"amount": "lots"})})
+    paused = pause(bot, "Pay alice")
+    bot.resume(paused, {paused.requests[0].call_id: Decision.approve(arguments={"amount": "lots"})})
     assert sent == []
     shown = [m["content"] for m in model.requests[-1].messages if m.get("role") == "tool"]
     assert any("ToolArgumentsError" in c for c in shown)
@@ -109,9 +110,8 @@ def test_api_approve_045_invalid_edited_arguments_are_shown_to_the_model_not_run
 def test_api_approve_050_the_paused_run_continues_from_json_in_another_bot():
     sent, pay, balance = make_tools()
     first = AgentBot(tools=[pay, balance], model=ScriptedModel([tool_call("pay", amount=5, to="alice")]))
-    with pytest.raises(ApprovalRequired) as info:
-        first("Pay alice 5")
-    text = info.value.paused.to_json()
+    paused = pause(first, "Pay alice 5")
+    text = paused.paused.to_json()
     json.loads(text)  # plain JSON, storable anywhere
     restored = PausedRun.from_json(text)
     other = AgentBot(tools=[pay, balance], model=ScriptedModel([tool_call("respond_to_user", response="ok")]))
@@ -126,12 +126,13 @@ def test_api_approve_060_parallel_calls_of_one_reply_pause_together_before_any_r
     bot = AgentBot(tools=[pay, balance], model=model)
     with pytest.raises(ApprovalRequired) as info:
         asyncio.run(bot.arun("Pay a and b"))
-    assert [r.arguments["to"] for r in info.value.requests] == ["a", "b"]
+    paused = info.value
+    assert [r.arguments["to"] for r in paused.requests] == ["a", "b"]
     assert sent == []
-    ids = [r.call_id for r in info.value.requests]
+    ids = [r.call_id for r in paused.requests]
     with pytest.raises(ValueError, match="no decision"):
-        bot.resume(info.value, {ids[0]: True})  # every waiting call needs a decision
-    result = asyncio.run(bot.aresume(info.value, {ids[0]: True, ids[1]: Decision.reject("no")}))
+        bot.resume(paused, {ids[0]: True})  # every waiting call needs a decision
+    result = asyncio.run(bot.aresume(paused, {ids[0]: True, ids[1]: Decision.reject("no")}))
     assert result == "done"
     assert sent == [(1.0, "a")]
 
@@ -223,26 +224,14 @@ def test_api_approve_100_aot_atoms_of_approval_tools_need_the_approver():
 def test_api_approve_110_decisions_for_calls_that_do_not_wait_are_refused():
     sent, pay, balance = make_tools()
     bot = AgentBot(tools=[pay, balance], model=pay_then_answer(tool_call("pay", amount=5, to="alice")))
-    with pytest.raises(ApprovalRequired) as info:
-        bot("Pay alice 5")
+    paused = pause(bot, "Pay alice 5")
     with pytest.raises(ValueError, match="do not wait"):
-        bot.resume(info.value, {"nope": True, info.value.requests[0].call_id: True})
+        bot.resume(paused, {"nope": True, paused.requests[0].call_id: True})
     assert sent == []
 
 
-SENT: list[tuple[float, str]] = []
-
-
-@tool(requires_approval=True)
-def cli_pay(amount: float, to: str) -> str:
-    """Send money (for the command-line test: importable as tests.agent.test_approval:cli_pay).
-
-    Args:
-        amount: How much.
-        to: To whom.
-    """
-    SENT.append((amount, to))
-    return "sent"
+#: The payment tool of the command-line test, importable as ``tests.agent.test_approval:cli_pay`` (its tool is ``pay``).
+SENT, cli_pay, _ = make_tools()
 
 
 def test_api_approve_120_the_agent_command_without_a_terminal_refuses_and_never_runs_the_tool():
@@ -251,11 +240,11 @@ def test_api_approve_120_the_agent_command_without_a_terminal_refuses_and_never_
     from llamabot.cli import app
     from llamabot.models.scripted_provider import register_scripted_provider
 
-    name = register_scripted_provider(ScriptedModel([tool_call("cli_pay", amount=5, to="alice"),
+    name = register_scripted_provider(ScriptedModel([tool_call("pay", amount=5, to="alice"),
                                                      tool_call("respond_to_user", response="done")]),
                                       prefix="scripted-approval-cli")
     result = CliRunner().invoke(app, ["agent", "pay alice", "--model", name, "--tool",
-                                      "tests.agent.test_approval:cli_pay"])
+                                      "tests.agent.test_approval:cli_pay"], env={"COLUMNS": "200"})
     assert result.exit_code == 3, result.output
-    assert "cli_pay" in result.output and "no terminal" in result.output
+    assert 'pay({"amount": 5.0, "to": "alice"})' in result.output and "no terminal" in result.output
     assert SENT == []

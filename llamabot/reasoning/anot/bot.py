@@ -18,14 +18,14 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from llamabot.bot.options import accepted_options, positional_model, strict_options
+from llamabot.bot.options import bot_settings, positional_model, strict_options
 from llamabot.bot.structuredbot import StructuredBot
 from llamabot.bot.toolbot import ToolBot
 from llamabot.graph.flow import AsyncFlow, Flow
 from llamabot.graph.graphbot import AwaitedCall, GraphBot
 from llamabot.graph.mermaid import MermaidDiagram, to_mermaid
 from llamabot.models.seam import ChatModel, get_model
-from llamabot.models.settings import ModelSettings, check_model_settings
+from llamabot.models.settings import ModelSettings
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, close_span, current_run, current_span
 from llamabot.observe.usage import UsageLimits
@@ -108,8 +108,7 @@ class ANoTBot(GraphBot):
         self.log = DebugLog.resolve(debug, debug_sink)
         self.debug_hook = DebugHook(self.log)
         super().__init__(hooks=(self.debug_hook, *hooks), usage_limits=usage_limits)
-        completion_kwargs = check_model_settings(model_settings, type(self).__name__,
-                                                 accepted_options(type(self).__init__))
+        completion_kwargs = bot_settings(self, model_settings)
         self.model_settings = completion_kwargs
         self.model = get_model(model)
         self.model_name = self.model.name

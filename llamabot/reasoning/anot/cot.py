@@ -11,10 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llamabot.bot.options import accepted_options, positional_model, strict_options
+from llamabot.bot.options import bot_settings, positional_model, strict_options
 from llamabot.models.exchange import arun_exchange, run_exchange
 from llamabot.models.seam import ChatModel, get_model
-from llamabot.models.settings import check_model_settings
 from llamabot.observe.tracing import Span, Trace, run, span
 from llamabot.reasoning.anot.debug import FULL, SUMMARY, DebugLog
 from llamabot.reasoning.anot.executor import prompt_exchange
@@ -77,8 +76,7 @@ class CoTBot:
         debug_sink: Callable[[str], None] | None = None,
     ):
         model = positional_model(type(self).__name__, _model, model)
-        completion_kwargs = check_model_settings(model_settings, type(self).__name__,
-                                                 accepted_options(type(self).__init__))
+        completion_kwargs = bot_settings(self, model_settings)
         self.model = get_model(model)
         self.model_name = self.model.name
         self.token_budget = token_budget

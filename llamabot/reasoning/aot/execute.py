@@ -36,10 +36,10 @@ from typing import Any, Literal
 
 from llamabot.errors import DependencyCycleError, LlamabotError, ToolArgumentsError
 from llamabot.graph.agent_state import PendingCall
-from llamabot.graph.approval import APPROVER, Gate, adecide_call, decide_call
+from llamabot.graph.approval import Gate, adecide_call, approval_gate, decide_call
 from llamabot.graph.layers import topological_layers
-from llamabot.models.exchange import Exchange, arun_exchange, run_exchange, step_runner
-from llamabot.observe.tracing import Span, current_run, span
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
+from llamabot.observe.tracing import Span, span
 from llamabot.reasoning.aot.plan import Atom, Plan, json_text, references, resolve
 from llamabot.tools.approval import ApprovalMissingError
 from llamabot.tools.call import ToolOutcome, tool_call
@@ -326,17 +326,18 @@ async def arun_atom(tools: AtomTools, atom: Atom, results: dict[int, Any],
 
 
 def _approval(tool: Tool, atom: Atom, inputs: Any) -> tuple[PendingCall, Gate] | Exception | None:
-    """For an atom whose tool requires approval: the call to decide on and its gate (the run's approver), or
-    :class:`ApprovalMissingError` when the run has no approver (the atom fails; the tool never runs). ``None``
-    when no decision is needed here (not marked, or a durable run, whose steps wait for a person themselves)."""
-    if not tool.requires_approval or step_runner() is not None:
+    """For an atom whose tool requires approval: the call to decide on and its gate (the run's approver; the
+    agent's :func:`~llamabot.graph.approval.approval_gate`, with no decisions given, since AoT runs do not pause),
+    or :class:`ApprovalMissingError` when the run has no approver (the atom fails; the tool never runs). ``None``
+    when no decision is taken here (not marked, or a durable run, whose steps wait for a person themselves)."""
+    if not tool.requires_approval:
         return None
-    run = current_run()
-    approver = run.values.get(APPROVER) if run is not None else None
-    if approver is None:
-        return ApprovalMissingError(tool.name, f"atom-{atom.id}")
-    arguments = inputs if isinstance(inputs, dict) else {"input": inputs}
-    return PendingCall(f"atom-{atom.id}", tool.name, arguments, ""), (None, approver)
+    call = PendingCall(f"atom-{atom.id}", tool.name, inputs if isinstance(inputs, dict) else {"input": inputs}, "")
+    try:
+        gate = approval_gate({}, call)
+    except ApprovalMissingError as missing:
+        return missing
+    return None if gate == (None, None) else (call, gate)
 
 
 def _decided(tools: AtomTools, atom: Atom, inputs: Any, decided: dict[str, Any] | Exception | None,

@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from llamabot.bot.options import accepted_options, not_a_model, strict_options
+from llamabot.bot.options import bot_settings, not_a_model, strict_options
 from llamabot.graph.graphbot import AwaitedCall, GraphBot
 from llamabot.models.seam import ChatModel, get_model
-from llamabot.models.settings import ModelSettings, check_model_settings
+from llamabot.models.settings import ModelSettings
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, current_run
 from llamabot.observe.usage import UsageLimits
@@ -100,8 +100,7 @@ class AoTBot(GraphBot):
         not_a_model(type(self).__name__, "tools", tools)
         if isinstance(tools, (str, bytes)):
             raise TypeError(f"{type(self).__name__}(tools=...) takes an iterable of tools, got a string")
-        completion_kwargs = check_model_settings(model_settings, type(self).__name__,
-                                                 accepted_options(type(self).__init__))
+        completion_kwargs = bot_settings(self, model_settings)
         self.model_settings = completion_kwargs
         _check_options(max_replans, max_execution_replans, samples, compensations, completion_kwargs)
         expressions = resolve_expressions(expressions, tools, subquestions)

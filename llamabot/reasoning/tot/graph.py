@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import fields, replace
 from typing import Any
 
-from llamabot.bot.options import accepted_options, positional_model, strict_options
+from llamabot.bot.options import bot_settings, positional_model, strict_options
 from llamabot.graph.graphbot import AwaitedCall, GraphBot
 from llamabot.models.seam import ChatModel, TokenCallback, get_model
-from llamabot.models.settings import ModelSettings, check_model_settings
+from llamabot.models.settings import ModelSettings
 from llamabot.observe.hooks import CallbackHook, RunHooks
 from llamabot.observe.tracing import Trace
 from llamabot.observe.usage import UsageLimits
@@ -72,8 +72,7 @@ class ToTBot(GraphBot):
         if on_step is not None:
             hooks = (*hooks, machine_steps(on_step))
         super().__init__(hooks=hooks, usage_limits=usage_limits)
-        settings = check_model_settings(model_settings, type(self).__name__,
-                                        accepted_options(type(self).__init__) | _OPTION_NAMES)
+        settings = bot_settings(self, model_settings)  # the search options included (strict_options' extra)
         self.model_settings = settings
         self.options = with_options(options, **search_options)
         prompts = prompts or ToTPrompts()
