@@ -9,7 +9,6 @@ the flow quietly (that is how a terminal node stops); a named action without an 
 from __future__ import annotations
 
 import copy
-from collections.abc import Awaitable
 from typing import Any
 
 import pocketflow
@@ -47,13 +46,6 @@ def _copied(node: Any, params: dict[str, Any]) -> Any:
     return node
 
 
-def _plain(kind: type) -> bool:
-    """Whether a flow class keeps pocketflow's no-op ``prep``/``post`` (and their async twins): then a run need
-    not call them."""
-    return all(getattr(kind, name, noop) is noop
-               for name, noop in ((n, getattr(pocketflow.AsyncFlow, n)) for n in ("prep", "post", "prep_async", "post_async")))
-
-
 class Flow(pocketflow.Flow):
     """A sync flow: ``None`` ends it, an unknown action raises :class:`GraphRoutingError`.
 
@@ -62,21 +54,8 @@ class Flow(pocketflow.Flow):
     node's own ``params`` on every run.
     """
 
-    _plain = True  # no prep/post of its own (see _plain; recomputed for each subclass)
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls._plain = _plain(cls)
-
     def get_next_node(self, curr: Any, action: str | None) -> Any:
         return next_node(curr, action)
-
-    def run(self, shared: dict[str, Any]) -> Any:
-        """Walk the graph: pocketflow's ``run``, without its calls of the flow's own ``prep`` and ``post`` when a
-        subclass defines neither (the flows of llamabot's bots: two calls fewer per run)."""
-        if self.successors or not self._plain:
-            return super().run(shared)
-        return self._orch(shared)
 
     def run_from(self, node: Any, shared: dict[str, Any]) -> Any:
         """Walk the graph from ``node`` (e.g. the node after a checkpoint) instead of the start node."""
@@ -101,23 +80,8 @@ class AsyncFlow(pocketflow.AsyncFlow):
     no per-run attributes (other nodes are copied and given the params exactly as pocketflow does).
     """
 
-    _plain = True
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls._plain = _plain(cls)
-
     def get_next_node(self, curr: Any, action: str | None) -> Any:
         return next_node(curr, action)
-
-    def run_async(self, shared: dict[str, Any]) -> Awaitable[Any]:  # type: ignore[override]
-        """Walk the graph (``await flow.run_async(shared)``): pocketflow's ``run_async``, without its awaits of the
-        flow's own ``prep_async`` and ``post_async`` when a subclass defines neither. A plain method that returns
-        the walk's coroutine, not a coroutine of its own: every coroutine frame a run keeps alive while it waits on
-        a model is more work for the garbage collector when a thousand runs wait at once."""
-        if self.successors or not self._plain:
-            return super().run_async(shared)
-        return self._orch_async(shared)
 
     async def run_from_async(self, node: Any, shared: dict[str, Any]) -> Any:
         """Walk the graph from ``node`` (e.g. the node after a checkpoint) instead of the start node."""

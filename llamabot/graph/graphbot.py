@@ -172,12 +172,7 @@ class GraphBot(Closing):
     async def arun(self, query: Any, **options: Any) -> Any:
         """Run ``query`` on the event loop and return the result (nodes await the model; sync tools run in
         threads)."""
-        # arun_with_trace's body, not a call to it: one coroutine frame fewer alive while the run waits
-        outcome: list[Any] = []
-        hooks, trace = options.pop("hooks", ()), options.pop("trace", None)
-        with _RunScope(self, query, options, hooks, trace, outcome, None) as state:
-            await self.flows(options)[1].run_async(state)
-        return outcome[0]
+        return (await self.arun_with_trace(query, **options))[0]
 
     async def astream(self, query: Any, **options: Any) -> AsyncIterator[RunEvent]:
         """Run ``query`` and yield :class:`RunEvent`s as they happen; the last is ``final_answer`` (or ``error``,

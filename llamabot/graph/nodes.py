@@ -129,8 +129,7 @@ class DecideNode(DualNode):
         return toolbot.turn(messages)
 
     def exec_async(self, inp: DecideInput) -> Awaitable[ToolBotReply | None]:  # type: ignore[override]
-        """The turn to await (``toolbot.aturn``'s coroutine itself: this is not a coroutine of its own, so a run
-        waiting on its model holds one coroutine fewer)."""
+        """The turn to await: ``toolbot.aturn``'s coroutine (or a no-op when a queued call is next)."""
         if type(inp) is list:
             return self.toolbot.aturn(inp)
         if inp is None:
@@ -266,8 +265,7 @@ class FuncNode(DualNode):
         return await ainvoke_validated(self.tool, arguments, context)
 
     def exec_async(self, prep_res: ToolStep) -> Awaitable[ToolOutcome]:  # type: ignore[override]
-        """The call to await: the early task, or ``ainvoke_validated``'s coroutine itself (not a coroutine of
-        its own, as ``DecideNode.exec_async``)."""
+        """The call to await: the early task, the approval-gated call, or ``ainvoke_validated``'s coroutine."""
         call, context, early, queued, gate = prep_res
         if early is not None:
             return early

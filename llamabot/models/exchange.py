@@ -112,12 +112,8 @@ async def arun_exchange(
         if steps is not None:
             while True:
                 request = exchange.send(await steps.astep(request, model, on_token))
-        while True:  # acarry_out, inlined: one coroutine frame fewer per request while the model is awaited
-            if type(request) is ModelRequest:
-                reply = await acall_model(_needed(model), request, on_token)
-            else:
-                reply = await _effect(request, "arun")()
-            request = exchange.send(reply)
+        while True:
+            request = exchange.send(await acarry_out(request, model, on_token))
     except StopIteration as stop:
         return stop.value
 

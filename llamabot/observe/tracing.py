@@ -343,27 +343,12 @@ def _overrides(hook: RunHooks, name: str) -> bool:
 def _log_start(name: str, trace_id: str) -> bool:
     """Log the start of a run at debug level; whether the library's log is on (loguru evaluates lazy arguments
     only for a record it emits), so the steps of the run skip their log calls when it is off."""
-    if _log_surely_off():
-        return False
     emitted: list[bool] = []
     _LAZY.debug("run {} started (trace {})", lambda: emitted.append(True) or name, lambda: trace_id)
     return bool(emitted)
 
 
 _LAZY = logger.opt(lazy=True)  # made once: ``opt`` builds a new logger object on every call
-_DEBUG = 10  # loguru's number for the DEBUG level
-
-
-def _log_surely_off() -> bool:
-    """Whether loguru would drop a debug record of this module, by the three tests its ``_log`` makes first (no
-    handler; a minimum level above DEBUG; the module disabled, as ``logger.disable("llamabot")`` leaves it until
-    the user enables it), read off loguru's core. That is a private structure: when it looks different, ``False``
-    (the caller then asks loguru itself). A run asks once: the full call costs a tenth of a decision step."""
-    try:
-        core = logger._core
-        return not core.handlers or core.min_level > _DEBUG or core.enabled.get(__name__) is False
-    except AttributeError:
-        return False
 
 
 def log_debug(message: str, *args: Any) -> None:
