@@ -112,7 +112,8 @@ def too_many_positional(owner: str, positional: list[str], args: tuple[Any, ...]
     """The message for positional arguments past the ones a bot takes: every other option is a keyword."""
     takes = ", ".join(name.lstrip("_") for name in positional) or "nothing"
     extra = args[len(positional):]
-    hint = " (a model goes in model=...)" if any(isinstance(a, str) or hasattr(a, "acomplete") for a in extra) else ""
+    hint = " (a model goes in model=...)" if any(isinstance(a, str) or hasattr(a, "acomplete") or _models(a)
+                                                  for a in extra) else ""
     return (f"{owner}() takes {len(positional)} positional argument(s) ({takes}) but {len(args)} were given; "
             f"pass the other options as keywords{hint}")
 
@@ -141,10 +142,24 @@ def positional_model(owner: str, given: Any, model: Any) -> Any:
 
 
 def not_a_model(owner: str, parameter: str, value: Any) -> None:
-    """``TypeError`` when a chat model object (or a model string) was passed where ``parameter`` is expected: the
-    mistake of ``AgentBot(tools, model)`` or ``AoTBot(model)``."""
-    if hasattr(value, "complete") and hasattr(value, "acomplete") and hasattr(value, "name"):
+    """``TypeError`` when a chat model object, or a list of them (a fallback chain), was passed where ``parameter``
+    is expected: the mistake of ``AgentBot(tools, model)``, ``AoTBot(model)`` or ``AgentBot([primary, fallback])``."""
+    if _is_model(value):
         raise TypeError(f"{owner}(): got a model object as {parameter}; pass the model as {owner}(model=...)")
+    if _models(value):
+        raise TypeError(f"{owner}(): got a list of models as {parameter}; pass a fallback chain as "
+                        f"{owner}(model=[primary, fallback, ...])")
+
+
+def _is_model(value: Any) -> bool:
+    return hasattr(value, "complete") and hasattr(value, "acomplete") and hasattr(value, "name")
+
+
+def _models(value: Any) -> bool:
+    """``value`` is a chat model, or a non-empty list or tuple of chat models."""
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(_is_model(item) for item in value)
+    return _is_model(value)
 
 
 def settings_apart(options: dict[str, Any]) -> dict[str, Any]:

@@ -98,9 +98,40 @@ class ModelRequest:
         return ""
 
 
+@dataclass(slots=True, frozen=True)
+class FailedAttempt:
+    """A model of a fallback chain that failed: its name, the error (``"RateLimitError: ..."``) and the provider's
+    HTTP status when there was one."""
+
+    model: str
+    error: str
+    status_code: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "error": self.error, "status_code": self.status_code}
+
+
+@dataclass(slots=True, frozen=True)
+class Fallback:
+    """How a fallback chain (:class:`~llamabot.models.fallback.FallbackModel`) came to its outcome: ``model``, the
+    name of the model that answered (``None`` when none did), after the models in ``failed`` failed, in order."""
+
+    model: str | None
+    failed: tuple[FailedAttempt, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "failed": [attempt.to_dict() for attempt in self.failed]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Fallback:
+        return cls(data.get("model"), tuple(FailedAttempt(**attempt) for attempt in data.get("failed") or ()))
+
+
 @dataclass(slots=True)
 class ModelReply:
-    """What a model answered: text content, tool calls, usage and the wall-clock latency of the call."""
+    """What a model answered: text content, tool calls, usage and the wall-clock latency of the call.
+    ``fallback``: set by a fallback chain when a model other than its first answered (which, and why the
+    others did not); ``None`` otherwise."""
 
     content: str | None = None
     tool_calls: tuple[ToolCallRequest, ...] = ()
@@ -108,6 +139,7 @@ class ModelReply:
     model: str = ""
     finish_reason: str | None = None
     latency_s: float = 0.0
+    fallback: Fallback | None = None
 
     def to_message(self) -> dict[str, Any]:
         """The assistant chat message to append to a conversation (with ``tool_calls`` when present)."""
@@ -129,6 +161,7 @@ class ModelReply:
             "model": self.model,
             "finish_reason": self.finish_reason,
             "latency_s": self.latency_s,
+            **({"fallback": self.fallback.to_dict()} if self.fallback is not None else {}),
         }
 
     @classmethod
@@ -149,4 +182,5 @@ class ModelReply:
             model=data.get("model", ""),
             finish_reason=data.get("finish_reason"),
             latency_s=float(data.get("latency_s", 0.0)),
+            fallback=Fallback.from_dict(data["fallback"]) if data.get("fallback") else None,
         )

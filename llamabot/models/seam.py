@@ -4,6 +4,9 @@ A *chat model* is anything with ``complete(request, on_token=None)`` and an asyn
 return a :class:`ModelReply`. ``get_model`` turns a LiteLLM model string (or ``None``: the default) into a
 :class:`LiteLLMModel`, or passes a chat model object (such as :class:`ScriptedModel`) straight through.
 
+A list of them (``model=[primary, fallback, ...]``) becomes a :class:`~llamabot.models.fallback.FallbackModel`:
+the next model is tried when one fails with a provider error (rate limit, timeout, 5xx, connection).
+
 ``call_model`` / ``acall_model`` wrap a call in a ``model_call`` span (tokens, cost, latency, the reply), so a
 recorded trace can be replayed later, add its usage to the run's and enforce the run's usage limits. Both share
 ``_begin``/``_end``; only the call itself differs.
@@ -22,7 +25,7 @@ from llamabot.models.registry import (
     local_runtime_installed,
     parts_installed,
 )
-from llamabot.models.reply import ModelReply, ModelRequest
+from llamabot.models.reply import Fallback, ModelReply, ModelRequest
 from llamabot.observe.hooks import ToolCallDelta
 from llamabot.observe.tracing import (
     OpenSpan,
@@ -76,13 +79,23 @@ def default_model_name() -> str:
     )
 
 
-def get_model(model: str | ChatModel | None = None) -> ChatModel:
+#: What ``model=`` takes: a model string, a chat model, a list of them (a fallback chain), or ``None`` (the default).
+ModelSpec = str | ChatModel | list[str | ChatModel] | tuple[str | ChatModel, ...] | None
+
+
+def get_model(model: ModelSpec = None) -> ChatModel:
     """Resolve ``model``: a chat model object as is; ``local/...`` as a :class:`LocalModel`; any other model
-    string (or the default) via LiteLLM."""
+    string (or the default) via LiteLLM; a list of them as a :class:`~llamabot.models.fallback.FallbackModel`
+    (``TypeError`` or ``ValueError`` for a list that is empty, nested or holds what is not a model)."""
     if model is not None and not isinstance(model, str):
         if isinstance(model, ChatModel):
             return model
-        raise TypeError(f"model_name must be a LiteLLM model string or a chat model, got {type(model).__name__}")
+        if isinstance(model, (list, tuple)):
+            from llamabot.models.fallback import fallback_chain
+
+            return fallback_chain(model)
+        raise TypeError(f"model= (model_name=) must be a LiteLLM model string, a chat model or a list of them "
+                        f"(a fallback chain), got {type(model).__name__}")
     name = model or default_model_name()
     if name.startswith("local/"):  # the embedded model, driven directly: tokens at llama.cpp's own speed
         from llamabot.models.local_model import LocalModel
@@ -94,7 +107,12 @@ def get_model(model: str | ChatModel | None = None) -> ChatModel:
 
 
 def model_family(model: str | ChatModel) -> str:
-    """A coarse family used for provider quirks: ``local``, ``ollama``, ``scripted`` or ``remote``."""
+    """A coarse family used for provider quirks: ``local``, ``ollama``, ``scripted`` or ``remote`` (a fallback
+    chain: its first model's)."""
+    from llamabot.models.fallback import FallbackModel
+
+    if isinstance(model, FallbackModel):
+        return model_family(model.primary)
     name = model if isinstance(model, str) else getattr(model, "name", "")
     if name.startswith("local/"):
         return "local"
@@ -146,7 +164,21 @@ def _end(opened: OpenSpan | None, reply: ModelReply | None, error: BaseException
         span.attributes["reply"] = reply  # its latency is the span's duration (Span.to_dict exports it as latency_s)
         usage = reply.usage
         context.trace.usage.add(usage.prompt_tokens, usage.completion_tokens, usage.cost)
+        if reply.fallback is not None:
+            _record_fallback(span.attributes, reply.fallback)
+    elif opened is not None and error is not None:
+        record = getattr(error, "fallback", None)
+        if type(record) is Fallback:
+            _record_fallback(opened[0].attributes, record)
     close_span(opened, None, error)
+
+
+def _record_fallback(attributes: dict, fallback: Fallback) -> None:
+    """A fallback chain's outcome as the ``model_call`` span's attributes: ``answered_by`` (the model that answered,
+    when one did) and ``fallbacks`` (the models that failed before, with their errors)."""
+    if fallback.model is not None:
+        attributes["answered_by"] = fallback.model
+    attributes["fallbacks"] = fallback.failed
 
 
 def call_model(model: ChatModel, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:
