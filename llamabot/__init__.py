@@ -48,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "Decision": "llamabot.tools.approval",
     "ApprovalRequired": "llamabot.graph.approval",
     "PausedRun": "llamabot.graph.approval",
+    "RunContext": "llamabot.tools.context",
 }
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "Decision",
     "ModelSettings",
     "PausedRun",
+    "RunContext",
     "RunEvent",
     "RunHooks",
     "GraphBot",
@@ -97,6 +99,7 @@ if TYPE_CHECKING:
     from llamabot.observe.usage import RunUsage, UsageLimitExceeded, UsageLimits
     from llamabot.tools import DEFAULT_TOOLS, Tool, tool
     from llamabot.tools.approval import ApprovalRequest, Decision
+    from llamabot.tools.context import RunContext
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals(), __all__)

@@ -19,7 +19,7 @@ from llamabot.bot.toolbot import ToolBot
 from llamabot.graph.agent_state import answer_open_calls, new_run_state, restored_run_state
 from llamabot.graph.approval import ApprovalRequired
 from llamabot.graph.decision import RESPOND
-from llamabot.graph.graphbot import AwaitedCall, GraphBot
+from llamabot.graph.graphbot import RUN_OPTIONS, AwaitedCall, GraphBot
 from llamabot.graph.nodes import DecideNode, FuncNode
 from llamabot.graph.parallel_calls import ParallelCalls, cancel_early
 from llamabot.models.messages import Message
@@ -124,6 +124,8 @@ class AgentBot(GraphBot):
         if respond is not None and "response" in respond.parameters.get("properties", {}):
             self.answer_arguments = {RESPOND: "response"}
         self.memory: list[Message] = []
+
+    run_options = RUN_OPTIONS | {"memory", "globals_dict"}
 
     def __call__(self, query: str, globals_dict: dict[str, Any] | None = None, **options: Any) -> Any:
         """Answer ``query``; returns what the terminal tool returned. The conversation stays on the bot

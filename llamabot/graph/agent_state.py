@@ -2,7 +2,7 @@
 
 The shared dict holds data only, so it can be saved as JSON at any node boundary (see
 :mod:`llamabot.graph.codec`) and a run continued from it; live handles (the trace, hooks, the caller's
-``globals_dict``) live in the run's context (:class:`llamabot.observe.tracing.RunContext`).
+``globals_dict``) live in the run's context (:class:`llamabot.observe.tracing.LiveRun`).
 
 | key | meaning |
 |---|---|

@@ -147,9 +147,13 @@ def approval_gate(shared: dict[str, Any], call: Any) -> Gate:
     return None, approver
 
 
-def decide_call(tool: Any, call: Any, gate: Gate) -> dict[str, Any] | Exception:
-    """Sync: the arguments to call ``tool`` with, or the error the model is shown (see
-    :func:`~llamabot.tools.approval.decided_arguments`); asks the approver when the gate has one."""
+#: What deciding on a call gives: the arguments to call the tool with, or the error the model is shown (see
+#: :func:`~llamabot.tools.approval.decided_arguments`); and the decision taken (``None`` in a durable run).
+Decided = tuple["dict[str, Any] | Exception", "Decision | None"]
+
+
+def decide_call(tool: Any, call: Any, gate: Gate) -> Decided:
+    """Sync: decide on ``call`` of ``tool`` (see :data:`Decided`), asking the approver when the gate has one."""
     decision, approver = gate
     if decision is None and approver is not None:
         request = ApprovalRequest(call.id, call.name, dict(call.arguments))
@@ -158,10 +162,10 @@ def decide_call(tool: Any, call: Any, gate: Gate) -> dict[str, Any] | Exception:
             getattr(answer, "close", lambda: None)()
             raise TypeError(f"the approver of {call.name!r} is async; use it in async runs (arun, astream)")
         decision = as_decision(answer, request)
-    return call.arguments if decision is None else decided_arguments(tool, call.arguments, decision)
+    return _decided(tool, call, decision)
 
 
-async def adecide_call(tool: Any, call: Any, gate: Gate) -> dict[str, Any] | Exception:
+async def adecide_call(tool: Any, call: Any, gate: Gate) -> Decided:
     """Async twin of :func:`decide_call`: the approver may be a coroutine function."""
     decision, approver = gate
     if decision is None and approver is not None:
@@ -170,4 +174,8 @@ async def adecide_call(tool: Any, call: Any, gate: Gate) -> dict[str, Any] | Exc
         if inspect.isawaitable(answer):
             answer = await answer
         decision = as_decision(answer, request)
-    return call.arguments if decision is None else decided_arguments(tool, call.arguments, decision)
+    return _decided(tool, call, decision)
+
+
+def _decided(tool: Any, call: Any, decision: Decision | None) -> Decided:
+    return (call.arguments if decision is None else decided_arguments(tool, call.arguments, decision)), decision

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from llamabot.bot.options import check_shared
+from llamabot.bot.options import check_shared, unknown_option
 from llamabot.graph.approval import (
     APPROVER,
     DECISIONS,
@@ -41,6 +41,11 @@ from llamabot.observe.tracing import Trace, run
 from llamabot.observe.usage import UsageLimits
 from llamabot.tools.approval import Approver, Decision
 from llamabot.tools.closing import Closing
+from llamabot.tools.context import DEPS
+
+#: The run options every graph bot takes: ``usage_limits`` (this run's, instead of the bot's), ``approver`` (decides
+#: on tool calls that require approval), ``deps`` (what the run's tools get as ``RunContext.deps``).
+RUN_OPTIONS = frozenset({"usage_limits", "approver", "deps"})
 
 #: What a run continues from: a checkpoint (or its JSON), or a run paused for approval.
 Resumable = Checkpoint | str | PausedRun | ApprovalRequired
@@ -57,11 +62,17 @@ class _RunScope(run):
 
     def __init__(self, bot: GraphBot, query: Any, options: dict[str, Any], hooks: Iterable[RunHooks],
                  trace: Trace | None, outcome: list[Any], restored: dict[str, Any] | None):
+        if options and not bot.run_options.issuperset(options):
+            unknown = sorted(options.keys() - bot.run_options)[0]
+            raise TypeError(unknown_option(f"{type(bot).__name__}.run", unknown, bot.run_options))
         limits = options.pop("usage_limits", None) or bot.usage_limits
+        deps = options.pop("deps", None)
         values = bot.run_values(options)
         approver = options.pop("approver", None) or bot.approver
         if approver is not None:
             values[APPROVER] = approver
+        if deps is not None:
+            values[DEPS] = deps
         if bot.state_classes:
             values[STATE_CLASSES] = bot.state_classes
         run.__init__(self, type(bot).__name__, hooks=(*bot.hooks, *hooks) if hooks else bot.hooks,
@@ -104,6 +115,9 @@ class GraphBot(Closing):
     #: Terminal tools whose argument holds the run's answer: ``astream`` decodes it as the model writes it and
     #: yields it as ``token`` events with ``answer`` true (AgentBot: ``{"respond_to_user": "response"}``).
     answer_arguments: Mapping[str, str] = MappingProxyType({})
+    #: The keyword options one run takes (``bot(q, **options)``, ``arun``, ``astream``, ``resume``): an unknown one is
+    #: a ``TypeError`` naming it, never ignored. A subclass adds its own (``AgentBot``: ``memory``, ``globals_dict``).
+    run_options: frozenset[str] = RUN_OPTIONS
 
     def __init__(self, *, hooks: Iterable[RunHooks] = (), usage_limits: UsageLimits | None = None,
                  approver: Approver | None = None):

@@ -26,6 +26,7 @@ from llamabot.models.messages import Message, tool_result, user
 from llamabot.models.seam import model_family
 from llamabot.observe.tracing import active_run, current_run, current_span
 from llamabot.tools.call import ToolOutcome, ainvoke_validated, invoke_validated, shown
+from llamabot.tools.context import APPROVAL, CALL_ID, DEPS
 from llamabot.tools.tool import DECIDE, Tool, as_tool, build_tool
 
 _NAME = attrgetter("name")
@@ -201,8 +202,8 @@ class FuncNode(DualNode):
 
     A tool that raises does not crash the run: the error is the tool's result and the model sees it (at most
     ``max_errors`` consecutive failures, then :class:`ToolExecutionError`). A terminal tool sets
-    ``shared["result"]`` and ends the flow. Hidden parameters (``_globals_dict``, ``_memory``, ``_trace_id``)
-    are injected from the run.
+    ``shared["result"]`` and ends the flow. The tool's ``RunContext`` parameter and hidden parameters
+    (``_deps``, ``_globals_dict``, ``_memory``, ``_trace_id``) are injected from the run.
     """
 
     span_kind = "tool_call"
@@ -233,7 +234,8 @@ class FuncNode(DualNode):
             if self.tool.hidden:
                 values = run.values if run is not None else {}
                 context = {"globals_dict": values.get("globals_dict", {}), "memory": shared["memory"],
-                           "trace_id": run.trace.trace_id if run is not None else ""}
+                           "trace_id": run.trace.trace_id if run is not None else "", DEPS: values.get(DEPS),
+                           CALL_ID: call.id}
             if self.parallel is not None:
                 early = take_early(run, call)
                 if early is None and shared["_pending"]:
@@ -252,17 +254,17 @@ class FuncNode(DualNode):
     def exec(self, prep_res: ToolStep) -> ToolOutcome:
         call, context, _, _, gate = prep_res
         if gate is not None:
-            arguments = decide_call(self.tool, call, gate)
+            arguments, decision = decide_call(self.tool, call, gate)
             if isinstance(arguments, Exception):
                 return _not_run(arguments)
-            return invoke_validated(self.tool, arguments, context)
+            return invoke_validated(self.tool, arguments, _with_decision(context, decision))
         return invoke_validated(self.tool, call.arguments, context)
 
     async def _aexec_decided(self, call: PendingCall, context: dict[str, Any] | None, gate: Gate) -> ToolOutcome:
-        arguments = await adecide_call(self.tool, call, gate)
+        arguments, decision = await adecide_call(self.tool, call, gate)
         if isinstance(arguments, Exception):
             return _not_run(arguments)
-        return await ainvoke_validated(self.tool, arguments, context)
+        return await ainvoke_validated(self.tool, arguments, _with_decision(context, decision))
 
     def exec_async(self, prep_res: ToolStep) -> Awaitable[ToolOutcome]:  # type: ignore[override]
         """The call to await: the early task, the approval-gated call, or ``ainvoke_validated``'s coroutine."""
@@ -314,6 +316,11 @@ class FuncNode(DualNode):
                 memory.append(tool_result(skipped.id, skipped.name, f"Not run: the run ended with {call.name}."))
         shared["_pending"].clear()
         return None
+
+
+def _with_decision(context: dict[str, Any] | None, decision: Any) -> dict[str, Any] | None:
+    """The hidden-parameter context of a call that runs under ``decision`` (its ``RunContext.approval``)."""
+    return context if context is None or decision is None else {**context, APPROVAL: decision}
 
 
 def _not_run(error: Exception) -> ToolOutcome:

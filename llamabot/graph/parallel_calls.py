@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from llamabot.graph.agent_state import PendingCall
 from llamabot.graph.checkpoint import CheckpointHook
 from llamabot.models.exchange import step_runner
-from llamabot.observe.tracing import RunContext, Span, close_span, start_span, under
+from llamabot.observe.tracing import LiveRun, Span, close_span, start_span, under
 from llamabot.tools.call import ToolOutcome, ainvoke_validated
+from llamabot.tools.context import CALL_ID
 from llamabot.tools.tool import Tool
 
 #: The run's live values key holding the early calls: call id -> the task running it.
@@ -48,11 +49,13 @@ class ParallelCalls:
     def early_tool(self, call: PendingCall) -> Tool | None:
         """The tool to call ``call`` with early, or ``None`` when it must wait for its turn."""
         tool = self.tools.get(call.name)
-        if tool is None or call.synthetic or tool.is_terminal or tool.hidden or tool.requires_approval:
+        if tool is None or call.synthetic or tool.is_terminal or tool.requires_approval:
+            return None
+        if tool.hidden and tool.hidden != (tool.context_param,):  # a RunContext alone is the same for any order
             return None
         return tool
 
-    def start(self, run: RunContext | None, step_span: Span | None, queued: Sequence[PendingCall]) -> None:
+    def start(self, run: LiveRun | None, step_span: Span | None, queued: Sequence[PendingCall]) -> None:
         """Start the queued calls that may run early (see the module's rules), as tasks kept in the run's live
         values. ``step_span`` is the span of the node step starting them (theirs become its siblings)."""
         if self.limit < 2 or run is None or step_runner() is not None:
@@ -69,7 +72,7 @@ class ParallelCalls:
             started[call.id] = asyncio.ensure_future(_early_call(tool, call, parent, slots))
 
 
-def take_early(run: RunContext | None, call: PendingCall) -> asyncio.Future[ToolOutcome] | None:
+def take_early(run: LiveRun | None, call: PendingCall) -> asyncio.Future[ToolOutcome] | None:
     """The task running ``call`` early, if one was started (it is handed over once)."""
     if run is None:
         return None
@@ -77,7 +80,7 @@ def take_early(run: RunContext | None, call: PendingCall) -> asyncio.Future[Tool
     return started.pop(call.id, None) if started else None
 
 
-def cancel_early(run: RunContext | None) -> None:
+def cancel_early(run: LiveRun | None) -> None:
     """Cancel the early calls of a run that ended without taking them (it failed or was cancelled)."""
     started = run.values.pop(EARLY, None) if run is not None else None
     for task in (started or {}).values():
@@ -93,7 +96,7 @@ async def _early_call(tool: Tool, call: PendingCall, parent: Span | None, slots:
             opened = start_span(call.name, "tool_call", "tool_call", None,
                                 {"arguments": call.arguments, "call_id": call.id, "early": True})
             try:
-                outcome = await ainvoke_validated(tool, call.arguments)
+                outcome = await ainvoke_validated(tool, call.arguments, {CALL_ID: call.id})
             except BaseException as exc:
                 close_span(opened, None, exc)
                 raise

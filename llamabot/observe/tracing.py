@@ -191,7 +191,7 @@ def _jsonable(value: Any) -> Any:
 
 
 @dataclass(slots=True, init=False)
-class RunContext:
+class LiveRun:
     """The live side of a run, beside its serialisable state: the trace it records into, its hooks, and live
     values (``values``: e.g. the caller's ``globals_dict``) that must never be saved with the state."""
 
@@ -209,15 +209,15 @@ class RunContext:
         self.log, self.tokens, self.limits = log, tokens, limits
 
 
-_CURRENT: ContextVar[tuple[RunContext, Span | None] | None] = ContextVar("llamabot_run", default=None)
+_CURRENT: ContextVar[tuple[LiveRun, Span | None] | None] = ContextVar("llamabot_run", default=None)
 
 
 #: ``active_run()``: ``(run context, active span)`` of the innermost active run, or ``None`` outside any run. The
 #: context variable's own ``get`` (no Python call): for the hot paths that need the run and its span together.
-active_run: Callable[[], tuple[RunContext, Span | None] | None] = _CURRENT.get
+active_run: Callable[[], tuple[LiveRun, Span | None] | None] = _CURRENT.get
 
 
-def current_run() -> RunContext | None:
+def current_run() -> LiveRun | None:
     """The innermost active run's context, or ``None`` outside any run."""
     active = _CURRENT.get()
     return active[0] if active else None
@@ -235,7 +235,7 @@ def current_span() -> Span | None:
     return active[1] if active else None
 
 
-OpenSpan = tuple[Span, Any, RunContext]
+OpenSpan = tuple[Span, Any, LiveRun]
 
 
 def open_span(name: str, kind: str, category: str = "node", state: Any = None, **attributes: Any) -> OpenSpan | None:
@@ -364,7 +364,7 @@ def capture(trace: Trace | None = None, hooks: Iterable[RunHooks] = ()) -> Itera
     """Record every span started inside the block into ``trace`` (a new one by default), telling ``hooks``."""
     trace = trace or Trace()
     hooks = tuple(hooks)
-    token = _CURRENT.set((RunContext(trace, hooks, tokens=_listens_to_tokens(hooks)), None))
+    token = _CURRENT.set((LiveRun(trace, hooks, tokens=_listens_to_tokens(hooks)), None))
     try:
         yield trace
     finally:
@@ -408,7 +408,7 @@ def set_process_hooks(hooks: Iterable[RunHooks]) -> tuple[RunHooks, ...]:
 class run:  # noqa: N801 - used like a function: `with run("AgentBot") as trace:`
     """Open a ``run`` span: a child of the active span (sharing its trace and hooks, plus ``hooks``), or the
     root of a new trace when none is active, with the process-wide hooks (:func:`set_process_hooks`) first.
-    ``values`` are the run's live values (see :class:`RunContext`).
+    ``values`` are the run's live values (see :class:`LiveRun`).
 
     Yields the trace; ``self.span`` is the run span (set ``span.attributes["result"]`` before the block ends so
     hooks see the result).
@@ -434,7 +434,7 @@ class run:  # noqa: N801 - used like a function: `with run("AgentBot") as trace:
             everywhere = _PROCESS_HOOKS
             hooks = (*everywhere, *self.hooks) if everywhere else tuple(self.hooks)
             parent, trace = None, self.trace or Trace()
-        self.context = RunContext(trace, hooks, self.values, _log_start(self.name, trace.trace_id),
+        self.context = LiveRun(trace, hooks, self.values, _log_start(self.name, trace.trace_id),
                                   _listens_to_tokens(hooks), limits)
         # what the trace had spent before this run (nested runs and a given trace share it); nothing for a new one
         self.spent = trace.usage.copy() if trace.usage.requests else None

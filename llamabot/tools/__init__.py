@@ -8,6 +8,7 @@ from llamabot.tools.defaults import (
     return_object_to_user,
     today_date,
 )
+from llamabot.tools.context import RunContext
 from llamabot.tools.retry import Retry
 from llamabot.tools.tool import DECIDE, Tool, as_tool, build_tool, tool
 
@@ -15,6 +16,7 @@ __all__ = [
     "DECIDE",
     "DEFAULT_TOOLS",
     "Retry",
+    "RunContext",
     "Tool",
     "as_tool",
     "build_tool",

@@ -3,7 +3,8 @@ OpenAI-format JSON schema. Pure: no I/O, no model.
 
 Rules (see docs/design/tools/tools-EARS.md):
 - every visible parameter must be annotated, else :class:`ToolDefinitionError` at decoration time;
-- parameters whose name starts with ``_`` are hidden from the model (the framework injects them);
+- parameters whose name starts with ``_`` are hidden from the model (the framework injects them), and so is a
+  first parameter annotated ``RunContext[...]`` (see :mod:`llamabot.tools.context`);
 - defaults are kept; ``Literal``/``Enum`` become ``enum``; ``list[int]`` has ``items``; nested pydantic models
   and ``Optional`` work (pydantic does the type mapping, we only tidy the result);
 - parameter descriptions come from the docstring (Google, reST or NumPy style).
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic_core import SchemaValidator
 
 from llamabot.errors import ToolDefinitionError
+from llamabot.tools.context import is_run_context
 
 
 def fields_validator(model: type[BaseModel]) -> SchemaValidator | None:
@@ -61,7 +63,7 @@ def arguments_model(func: Any, name: str) -> tuple[type[BaseModel], str]:
 
     fields: dict[str, Any] = {}
     for pname, param in signature.parameters.items():
-        if is_hidden(pname):
+        if is_hidden(pname) or is_run_context(hints.get(pname)):
             continue
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             raise ToolDefinitionError(

@@ -13,11 +13,13 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_type_hints
 
 from pydantic import BaseModel, ValidationError
 
 from llamabot.errors import ToolArgumentsError, ToolDefinitionError
+from llamabot.observe.tracing import active_run
+from llamabot.tools.context import DEPS, context_parameter, run_context
 from llamabot.tools.retry import Retry
 from llamabot.tools.schema import (
     arguments_model,
@@ -62,6 +64,8 @@ class Tool:
     requires_approval: bool = False
     afunc: Callable[..., Awaitable[Any]] | None = None
     schema_check: Callable[[dict[str, Any]], list[str]] | None = None
+    #: the parameter that receives the :class:`~llamabot.tools.context.RunContext` (also in ``hidden``), or ``None``
+    context_param: str | None = None
     #: ``arguments``' fields validator (:func:`~llamabot.tools.schema.fields_validator`), made with the tool
     fields: Any = field(default=None, repr=False, compare=False)
 
@@ -135,7 +139,9 @@ class Tool:
     def bind(self, arguments: str | dict[str, Any] | None, context: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Validated keyword arguments plus hidden ones injected from ``context``.
 
-        A hidden parameter ``_name`` receives ``context["name"]`` when the context has it; otherwise its default.
+        A hidden parameter ``_name`` receives ``context["name"]`` when the context has it (``_deps``: the active
+        run's deps when it does not); otherwise its default. The ``RunContext`` parameter receives the run's context
+        (:func:`~llamabot.tools.context.run_context`).
         """
         return self.inject(self.validate(arguments), context)
 
@@ -144,18 +150,21 @@ class Tool:
         if not self.hidden:
             return kwargs
         kwargs = dict(kwargs)
-        if self.hidden:
-            context = context or {}
-            for pname in self.hidden:
-                key = pname.lstrip("_")
-                if key in context:
-                    kwargs[pname] = context[key]
-                elif pname in self.hidden_required:
-                    raise ToolDefinitionError(
-                        f"tool {self.name!r} needs hidden parameter {pname!r}, which is injected from the run "
-                        f"context key {key!r}; the context has: {', '.join(sorted(context)) or '(nothing)'}. "
-                        "Give the parameter a default or run the tool where that context exists."
-                    )
+        context = context or {}
+        for pname in self.hidden:
+            key = pname.lstrip("_")
+            if pname == self.context_param:
+                kwargs[pname] = run_context(self.name, context)
+            elif key in context:
+                kwargs[pname] = context[key]
+            elif key == DEPS and (active := active_run()) is not None:
+                kwargs[pname] = active[0].values.get(DEPS)
+            elif pname in self.hidden_required:
+                raise ToolDefinitionError(
+                    f"tool {self.name!r} needs hidden parameter {pname!r}, which is injected from the run "
+                    f"context key {key!r}; the context has: {', '.join(sorted(context)) or '(nothing)'}. "
+                    "Give the parameter a default or run the tool where that context exists."
+                )
         return kwargs
 
     def invoke(self, arguments: str | dict[str, Any] | None = None, context: Mapping[str, Any] | None = None) -> Any:
@@ -216,8 +225,13 @@ def build_tool(func: Callable[..., Any], *, name: str | None = None, **options: 
     model, description = arguments_model(func, tool_name)
     schema = function_schema(tool_name, description, parameters_schema(model))
     parameters = inspect.signature(func).parameters
-    hidden = tuple(p for p in parameters if is_hidden(p))
-    hidden_required = tuple(p for p in hidden if parameters[p].default is inspect.Parameter.empty)
+    try:
+        context_param = context_parameter(func, get_type_hints(func, include_extras=True), tool_name)
+    except ValueError as exc:
+        raise ToolDefinitionError(str(exc)) from None
+    hidden = tuple(p for p in parameters if is_hidden(p) or p == context_param)
+    hidden_required = tuple(p for p in hidden if parameters[p].default is inspect.Parameter.empty
+                            and p != context_param)
     return Tool(
         name=tool_name,
         description=description,
@@ -227,6 +241,7 @@ def build_tool(func: Callable[..., Any], *, name: str | None = None, **options: 
         hidden=hidden,
         is_async=inspect.iscoroutinefunction(func),
         hidden_required=hidden_required,
+        context_param=context_param,
         **call_policy(tool_name, **options),
     )
 

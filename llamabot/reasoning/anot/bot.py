@@ -22,7 +22,7 @@ from llamabot.bot.options import bot_settings, positional_model, strict_options
 from llamabot.bot.structuredbot import StructuredBot
 from llamabot.bot.toolbot import ToolBot
 from llamabot.graph.flow import AsyncFlow, Flow
-from llamabot.graph.graphbot import AwaitedCall, GraphBot
+from llamabot.graph.graphbot import RUN_OPTIONS, AwaitedCall, GraphBot
 from llamabot.graph.mermaid import MermaidDiagram, to_mermaid
 from llamabot.models.seam import ChatModel, get_model
 from llamabot.models.settings import ModelSettings
@@ -223,6 +223,8 @@ class ANoTBot(GraphBot):
         )
         self.last_result = result
         return result
+
+    run_options = RUN_OPTIONS | {"items", "request_tag", "script"}
 
     def __call__(self, query: str, items: Sequence[Any], *, request_tag: str = "R00", **options: Any) -> ANoTResult:
         """Rank ``items`` for ``query`` through the three phases."""

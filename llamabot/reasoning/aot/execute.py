@@ -306,7 +306,7 @@ def run_atom(tools: AtomTools, atom: Atom, results: dict[int, Any]) -> AtomRecor
     with _atom_span(atom, inputs) as opened:
         pending = _approval(tools.tool_for(atom), atom, inputs) if call is not None else None
         if pending is not None:
-            decided = pending if isinstance(pending, Exception) else decide_call(tools.tool_for(atom), *pending)
+            decided = pending if isinstance(pending, Exception) else decide_call(tools.tool_for(atom), *pending)[0]
             inputs, call, cause = _decided(tools, atom, inputs, decided)
         return _recorded(atom, inputs, None if call is None else run_exchange(call), cause, started, opened)
 
@@ -320,7 +320,7 @@ async def arun_atom(tools: AtomTools, atom: Atom, results: dict[int, Any],
     with _atom_span(atom, inputs) as opened:
         pending = _approval(tools.tool_for(atom), atom, inputs) if call is not None else None
         if pending is not None:
-            decided = pending if isinstance(pending, Exception) else await adecide_call(tools.tool_for(atom), *pending)
+            decided = pending if isinstance(pending, Exception) else (await adecide_call(tools.tool_for(atom), *pending))[0]
             inputs, call, cause = _decided(tools, atom, inputs, decided, executor)
         return _recorded(atom, inputs, None if call is None else await arun_exchange(call), cause, started, opened)
 
