@@ -16,17 +16,15 @@ from typing import Any
 
 from llamabot.bot.options import bot_settings, check_shared, not_a_model, strict_options
 from llamabot.bot.toolbot import ToolBot
-from llamabot.graph.agent_state import answer_open_calls, new_run_state, restored_run_state
-from llamabot.graph.approval import ApprovalRequired
 from llamabot.graph.decision import RESPOND
-from llamabot.graph.graphbot import RUN_OPTIONS, AwaitedCall, GraphBot
+from llamabot.graph.flowbot import AgentRuns
+from llamabot.graph.graphbot import AwaitedCall, GraphBot
 from llamabot.graph.nodes import DecideNode, FuncNode
-from llamabot.graph.parallel_calls import ParallelCalls, cancel_early
+from llamabot.graph.parallel_calls import ParallelCalls
 from llamabot.models.messages import Message
 from llamabot.models.seam import ChatModel, get_model
 from llamabot.models.settings import ModelSettings
 from llamabot.observe.hooks import RunHooks
-from llamabot.observe.tracing import Trace, current_run
 from llamabot.observe.usage import UsageLimits
 from llamabot.tools.approval import Approver
 from llamabot.tools.defaults import DEFAULT_TOOLS
@@ -48,7 +46,7 @@ def merge_tools(tools: Iterable[Any]) -> dict[str, Tool]:
     return merged
 
 
-class AgentBot(GraphBot):
+class AgentBot(AgentRuns, GraphBot):
     """An agent that answers by calling tools, as a PocketFlow graph.
 
     ``tools`` (the one positional argument): ``@tool`` functions, plain functions or :class:`Tool` objects, added
@@ -125,39 +123,11 @@ class AgentBot(GraphBot):
             self.answer_arguments = {RESPOND: "response"}
         self.memory: list[Message] = []
 
-    run_options = RUN_OPTIONS | {"memory", "globals_dict"}
-
     def __call__(self, query: str, globals_dict: dict[str, Any] | None = None, **options: Any) -> Any:
         """Answer ``query``; returns what the terminal tool returned. The conversation stays on the bot
         (unless ``memory=`` is given)."""
         options.setdefault("memory", self.memory)
         return self.run_sync(query, globals_dict=globals_dict, **options)[0]
-
-    def new_state(self, query: str, trace: Trace, options: dict[str, Any]) -> dict[str, Any]:
-        memory = options.get("memory")
-        return new_run_state(query, memory=memory if memory is not None else [], trace_id=trace.trace_id)
-
-    def run_values(self, options: dict[str, Any]) -> dict[str, Any]:
-        globals_dict = options.get("globals_dict")
-        return {"globals_dict": globals_dict if globals_dict is not None else {}}
-
-    def result(self, state: dict[str, Any], trace: Trace) -> Any:
-        if not state["_done"]:  # cannot happen with the strict flow; never return a stale or missing result
-            raise RuntimeError(f"run {state['trace_id']} ended without a terminal tool")
-        return state["result"]
-
-    def failed(self, state: dict[str, Any], error: BaseException) -> None:
-        # Whatever ended the run, leave every tool call answered: a later request on the same memory must
-        # satisfy strict providers; calls still running early (async runs) are cancelled. A paused run's
-        # checkpoint was taken before this, so resuming it still sees its calls open.
-        cancel_early(current_run())
-        text = ("Not run: the run paused for approval; it continues with bot.resume(...)."
-                if isinstance(error, ApprovalRequired) else f"Not run: the run failed ({type(error).__name__}).")
-        answer_open_calls(state["memory"], state["_run_start"], text)
-
-    def restored_action(self, state: Any, action: str | None) -> str | None:
-        # a checkpoint may be tampered with: the shape checked, the waiting calls validated again (agent_state)
-        return restored_run_state(state, action, self.tools)
 
     def reset(self) -> None:
         """Forget the conversation kept by ``__call__``."""

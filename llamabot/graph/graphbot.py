@@ -131,6 +131,17 @@ class GraphBot(Closing):
         self.approver = approver
         self.last_trace: Trace | None = None
 
+    @staticmethod
+    def from_flow(start: Any, *, state: Any = None, result: Any = None, **options: Any) -> GraphBot:
+        """A bot over a graph made by hand (its start node, or a flow): ``bot(q)``, ``arun``, ``astream``, hooks,
+        usage limits, approvals, deps, checkpoints, ``to_mermaid``, durable runs. A graph with a ``DecideNode``
+        runs as an agent; any other takes ``state(query) -> dict`` and ``result`` (a state key or
+        ``result(state) -> value``). ``options``: ``hooks``, ``usage_limits``, ``approver``, ``name``. See
+        :mod:`llamabot.graph.flowbot`."""
+        from llamabot.graph.flowbot import from_flow
+
+        return from_flow(start, state=state, result=result, **options)
+
     # -- what a subclass provides ---------------------------------------------------------------------
 
     def set_graph(self, start: Any) -> None:
