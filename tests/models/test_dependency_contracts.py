@@ -351,6 +351,36 @@ async def test_mdl_dep_010_async_streaming_through_a_custom_provider_and_rebuild
     _check_stream(litellm, name, chunks)
 
 
+@pytest.mark.parametrize(("name", "args", "status", "moves_on"), [
+    ("RateLimitError", ("m", "openai", "x"), 429, True),
+    ("Timeout", ("m", "x", "openai"), 408, True),
+    ("APIConnectionError", ("m", "openai", "x"), 500, True),
+    ("InternalServerError", ("m", "openai", "x"), 500, True),
+    ("BadGatewayError", ("m", "openai", "x"), 502, True),
+    ("ServiceUnavailableError", ("m", "openai", "x"), 503, True),
+    ("AuthenticationError", ("m", "openai", "x"), 401, True),
+    ("PermissionDeniedError", ("m", "openai", "x", "response"), 403, True),
+    ("BadRequestError", ("m", "x", "openai"), 400, False),
+    ("ContextWindowExceededError", ("m", "x", "openai"), 400, False),
+    ("ContentPolicyViolationError", ("m", "x", "openai"), 400, False),
+    ("NotFoundError", ("m", "x", "openai"), 404, False),
+])
+def test_mdl_dep_010_exception_classes_carry_the_http_status_the_fallback_chain_reads(litellm, name, args, status,
+                                                                                       moves_on):
+    import httpx
+
+    from llamabot.models.fallback import falls_back
+
+    cls = getattr(litellm, name, None)
+    assert cls is not None, broken("litellm", f"litellm.{name}", "llamabot/models/fallback.py:falls_back")
+    if args[-1] == "response":  # a class that needs the HTTP response it reports
+        args = (*args[:-1], httpx.Response(status, request=httpx.Request("POST", "http://127.0.0.1/v1")))
+    error = cls(*args)
+    assert getattr(error, "status_code", None) == status, broken(
+        "litellm", f"litellm.{name}().status_code == {status}", "llamabot/models/fallback.py:falls_back")
+    assert falls_back(error) is moves_on
+
+
 def test_mdl_dep_010_local_cost_map_variable_keeps_the_import_offline():
     """``llamabot/__init__.py`` sets ``LITELLM_LOCAL_MODEL_COST_MAP=True`` so importing LiteLLM never fetches
     its cost map; a fresh interpreter with the network cut off must import it without trying."""
