@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from llamabot.errors import ModelCallError
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange, using_steps
 from llamabot.models.reply import FailedAttempt, Fallback, ModelReply, ModelRequest
 from llamabot.models.seam import ChatModel, TokenCallback, get_model
 
@@ -153,8 +154,26 @@ class _FirstPiece:
         self.on_token(piece)
 
 
-#: One step of a chain's walk: the model to call next and the ``on_token`` to give it.
-_Attempt = tuple[ChatModel, "_FirstPiece | None"]
+class _Attempt:
+    """One model of a chain asked once: an effect of the chain's exchange, whose reply is the model's reply or the
+    ``Exception`` it raised (the walk decides what the exception means)."""
+
+    __slots__ = ("model", "request", "sink")
+
+    def __init__(self, model: ChatModel, request: ModelRequest, sink: _FirstPiece | None):
+        self.model, self.request, self.sink = model, request, sink
+
+    def run(self) -> ModelReply | Exception:
+        try:
+            return self.model.complete(self.request, self.sink)
+        except Exception as exc:  # noqa: BLE001 - handed to the walk, which decides or re-raises it
+            return exc
+
+    async def arun(self) -> ModelReply | Exception:
+        try:
+            return await self.model.acomplete(self.request, self.sink)
+        except Exception as exc:  # noqa: BLE001 - handed to the walk, which decides or re-raises it
+            return exc
 
 
 class FallbackModel:
@@ -183,14 +202,14 @@ class FallbackModel:
     def __repr__(self) -> str:
         return f"FallbackModel([{', '.join(repr(model.name) for model in self.models)}])"
 
-    def _walk(self, on_token: TokenCallback | None) -> Generator[_Attempt, ModelReply | Exception, ModelReply]:
-        """The chain's logic, once for both drivers: yields the model to call next (with the ``on_token`` to give
-        it), receives its reply or the ``Exception`` it raised, returns the reply or raises."""
+    def _walk(self, request: ModelRequest, on_token: TokenCallback | None) -> Exchange[ModelReply]:
+        """The chain's logic as an exchange (one implementation for both drivers): yields each model's
+        :class:`_Attempt`, receives its reply or exception, returns the reply or raises."""
         failed: list[FailedAttempt] = []
         error: Exception | None = None
         for model in self.models:
             sink = None if on_token is None else _FirstPiece(on_token)
-            outcome = yield model, sink
+            outcome = yield _Attempt(model, request, sink)
             if not isinstance(outcome, Exception):
                 if not failed:
                     return outcome
@@ -203,31 +222,15 @@ class FallbackModel:
             failed.append(failed_attempt(model.name, error))
         raise ModelFallbackError(tuple(failed)) from error
 
+    # The chain is one model call (in a durable run: one step), never a step per model: hence using_steps(None).
+
     def complete(self, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:
-        walk = self._walk(on_token)
-        model, sink = next(walk)
-        while True:
-            try:
-                outcome: ModelReply | Exception = model.complete(request, sink)
-            except Exception as exc:  # noqa: BLE001 - handed to the walk, which decides or re-raises it
-                outcome = exc
-            try:
-                model, sink = walk.send(outcome)
-            except StopIteration as stop:
-                return stop.value
+        with using_steps(None):
+            return run_exchange(self._walk(request, on_token))
 
     async def acomplete(self, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:
-        walk = self._walk(on_token)
-        model, sink = next(walk)
-        while True:
-            try:
-                outcome: ModelReply | Exception = await model.acomplete(request, sink)
-            except Exception as exc:  # noqa: BLE001 - handed to the walk, which decides or re-raises it
-                outcome = exc
-            try:
-                model, sink = walk.send(outcome)
-            except StopIteration as stop:
-                return stop.value
+        with using_steps(None):
+            return await arun_exchange(self._walk(request, on_token))
 
 
 def _tell_tried(error: Exception, failed: tuple[FailedAttempt, ...]) -> None:

@@ -353,6 +353,24 @@ def test_mdl_fallback_120_the_fallback_record_round_trips_through_the_reply_dict
     assert replayed.complete(REQUEST).content == "ok"
 
 
+def durable_agent() -> AgentBot:
+    return AgentBot(model=[failing(), ScriptedModel(
+        responder=lambda request: tool_call("respond_to_user", response="durable ok"), name="backup")])
+
+
+def test_mdl_fallback_120_a_durable_run_records_a_chain_call_as_one_step_with_its_record(tmp_path):
+    from llamabot.durable import Durable, show_run, shutdown
+
+    try:
+        agent = Durable(durable_agent, db=f"sqlite:///{tmp_path / 'runs.sqlite'}")
+        assert agent.run("q", run_id="fallback-1") == "durable ok"
+        assert [name for _, name in show_run("fallback-1", agent.db).steps] == ["model:primary",
+                                                                                 "tool:respond_to_user"]
+        assert agent.run("q", run_id="fallback-1") == "durable ok"  # read back from its record
+    finally:
+        shutdown()
+
+
 # -- MDL-FALLBACK-130: provider quirks follow the first model ---------------------------------------------------
 
 
