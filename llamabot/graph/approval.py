@@ -125,6 +125,17 @@ def pause_for_approval(shared: dict[str, Any], calls: Any, tools: Mapping[str, A
     raise ApprovalRequired(PausedRun(requests, Checkpoint(node, action, state, shared.get("trace_id", ""))))
 
 
+def pause_for_inner(shared: dict[str, Any], node: str, action: str, inner: ApprovalRequired) -> ApprovalRequired:
+    """The pause of an outer run whose tool call (an agent used as a tool) paused an inner run: the inner calls,
+    and the outer checkpoint at ``node``'s ``action``, so that resuming runs the call again (it then continues the
+    inner run, kept in the state by the caller)."""
+    run = active_run()
+    allowed = run[0].values.get(STATE_CLASSES, ()) if run is not None else ()
+    state = dumps_state(shared, allowed=allowed)
+    paused = PausedRun(inner.requests, Checkpoint(node, action, state, shared.get("trace_id", "")))
+    return ApprovalRequired(paused)
+
+
 #: What a tool node needs to call a tool that requires approval: the decision given to the run, or the
 #: approver that decides now (``None`` for both: a durable run, whose step runner waits for a person).
 Gate = tuple["Decision | None", Any]

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
 from llamabot.bot.options import check_shared, unknown_option
+from llamabot.graph.agent_tool import agent_tool
 from llamabot.graph.approval import (
     APPROVER,
     DECISIONS,
@@ -42,6 +43,7 @@ from llamabot.observe.usage import UsageLimits
 from llamabot.tools.approval import Approver, Decision
 from llamabot.tools.closing import Closing
 from llamabot.tools.context import DEPS
+from llamabot.tools.tool import Tool
 
 #: The run options every graph bot takes: ``usage_limits`` (this run's, instead of the bot's), ``approver`` (decides
 #: on tool calls that require approval), ``deps`` (what the run's tools get as ``RunContext.deps``).
@@ -118,6 +120,8 @@ class GraphBot(Closing):
     #: The keyword options one run takes (``bot(q, **options)``, ``arun``, ``astream``, ``resume``): an unknown one is
     #: a ``TypeError`` naming it, never ignored. A subclass adds its own (``AgentBot``: ``memory``, ``globals_dict``).
     run_options: frozenset[str] = RUN_OPTIONS
+    #: Run options a run cannot go without (``ANoTBot``: ``items``): such a bot is not a one-query tool (``as_tool``).
+    required_run_options: frozenset[str] = frozenset()
 
     def __init__(self, *, hooks: Iterable[RunHooks] = (), usage_limits: UsageLimits | None = None,
                  approver: Approver | None = None):
@@ -141,6 +145,14 @@ class GraphBot(Closing):
         from llamabot.graph.flowbot import from_flow
 
         return from_flow(start, state=state, result=result, **options)
+
+    def as_tool(self, *, name: str, description: str, output: Callable[[Any], Any] | None = None,
+                **options: Any) -> Tool:
+        """This bot as a tool of another bot: one ``query`` argument, a fresh run per call, in the calling run's
+        trace, usage, limits, deps and approvals (an inner pause pauses the outer run). ``output`` maps the
+        result to the tool's value; ``options`` are ``@tool``'s (``timeout``, ``retries``...). See
+        :mod:`llamabot.graph.agent_tool`."""
+        return agent_tool(self, name=name, description=description, output=output, **options)
 
     # -- what a subclass provides ---------------------------------------------------------------------
 

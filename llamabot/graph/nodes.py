@@ -18,9 +18,18 @@ from loguru import logger
 from llamabot.bot.toolbot import ToolBot, ToolBotReply
 from llamabot.errors import LlamabotError, excerpt
 from llamabot.graph.agent_state import PendingCall, answer_open_calls, conversation_window
-from llamabot.graph.approval import Gate, adecide_call, approval_gate, decide_call, pause_for_approval
+from llamabot.graph.agent_tool import NESTED, keep_nested, nested_context
+from llamabot.graph.approval import (
+    ApprovalRequired,
+    Gate,
+    adecide_call,
+    approval_gate,
+    decide_call,
+    pause_for_approval,
+    pause_for_inner,
+)
 from llamabot.graph.decision import RESPOND, decide
-from llamabot.graph.flow import DualNode
+from llamabot.graph.flow import DualNode, node_label
 from llamabot.graph.parallel_calls import ParallelCalls, take_early
 from llamabot.models.messages import Message, tool_result, user
 from llamabot.models.seam import model_family
@@ -235,7 +244,7 @@ class FuncNode(DualNode):
                 values = run.values if run is not None else {}
                 context = {"globals_dict": values.get("globals_dict", {}), "memory": shared["memory"],
                            "trace_id": run.trace.trace_id if run is not None else "", DEPS: values.get(DEPS),
-                           CALL_ID: call.id}
+                           CALL_ID: call.id, "nested": nested_context(shared, call.id)}
             if self.parallel is not None:
                 early = take_early(run, call)
                 if early is None and shared["_pending"]:
@@ -285,6 +294,10 @@ class FuncNode(DualNode):
         log = active is None or active[0].log
         opened = active[1] if active is not None and prep_res[2] is None else None  # an early call wrote its own span
         memory = shared["memory"]
+        if shared.get(NESTED):  # this call continued an inner run paused for approval: it is done with it
+            shared[NESTED].pop(call.id, None)
+        if isinstance(outcome.exception, ApprovalRequired):  # an inner run (an agent used as a tool) paused
+            self._pause_outer(shared, call, outcome.exception)
         if outcome.error is not None:
             if log:
                 logger.debug("tool {} failed: {}", call.name, outcome.error)
@@ -316,6 +329,16 @@ class FuncNode(DualNode):
                 memory.append(tool_result(skipped.id, skipped.name, f"Not run: the run ended with {call.name}."))
         shared["_pending"].clear()
         return None
+
+
+    def _pause_outer(self, shared: dict[str, Any], call: PendingCall, inner: ApprovalRequired) -> None:
+        """Pause this run for the calls an inner run paused for: the checkpoint runs this call again on resume
+        (from the decision node that leads here), which continues the inner run from its own checkpoint."""
+        decide = self.successors.get(DECIDE)
+        if decide is None or decide.successors.get(call.name) is not self:  # no way back here: the inner pause
+            raise inner
+        keep_nested(shared, call.id, inner.paused)
+        raise pause_for_inner(shared, decide.span_name or node_label(decide), call.name, inner)
 
 
 def _with_decision(context: dict[str, Any] | None, decision: Any) -> dict[str, Any] | None:

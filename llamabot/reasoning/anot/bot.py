@@ -225,6 +225,7 @@ class ANoTBot(GraphBot):
         return result
 
     run_options = RUN_OPTIONS | {"items", "request_tag", "script"}
+    required_run_options = frozenset({"items"})
 
     def __call__(self, query: str, items: Sequence[Any], *, request_tag: str = "R00", **options: Any) -> ANoTResult:
         """Rank ``items`` for ``query`` through the three phases."""
