@@ -9,6 +9,7 @@ See ``docs/design/durable/LLD.md``.
 """
 
 from llamabot.durable.config import resolve_db_url
+from llamabot.durable.drain import RunParked
 from llamabot.durable.durable import Durable
 from llamabot.durable.errors import (
     AlreadyDecidedError,
@@ -21,16 +22,20 @@ from llamabot.durable.errors import (
     NotWaitingError,
     RecordRefusedError,
     RunFailedError,
+    RunFinishedError,
+    RunInFlightError,
     ToolRejectedError,
     UnknownRunError,
 )
-from llamabot.durable.runs import RunInfo, approve, list_runs, reject, show_run, wait_result
+from llamabot.durable.runs import RunInfo, approve, cancel, list_runs, reject, resume, show_run, wait_result
 from llamabot.durable.runtime import launch, shutdown
+from llamabot.durable.steps import current_step
 from llamabot.durable.worker import run_worker
 
 __all__ = [
     "AlreadyDecidedError", "BotFactoryError", "DatabaseURLError", "DatabaseUnreachableError", "Durable",
     "DurableError", "DurableRuntimeError", "NotStorableError", "NotWaitingError", "RecordRefusedError",
-    "RunFailedError", "RunInfo", "ToolRejectedError", "UnknownRunError", "approve", "launch", "list_runs", "reject",
-    "resolve_db_url", "run_worker", "shutdown", "show_run", "wait_result",
+    "RunFailedError", "RunFinishedError", "RunInFlightError", "RunInfo", "RunParked", "ToolRejectedError",
+    "UnknownRunError", "approve", "cancel", "current_step", "launch", "list_runs", "reject", "resolve_db_url",
+    "resume", "run_worker", "shutdown", "show_run", "wait_result",
 ]

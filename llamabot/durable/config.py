@@ -14,13 +14,27 @@ from pathlib import Path
 
 from llamabot.durable.errors import DatabaseURLError
 from llamabot.errors import SettingsError
-from llamabot.settings import expand_path
+from llamabot.settings import env_int, expand_path
 
 #: The environment variable that names the database when no argument does.
 DB_ENV = "LLAMABOT_DB"
 
 #: The name DBOS records runs under (its "application name").
 APP_NAME = "llamabot"
+#: The name the run workflow is registered under.
+WORKFLOW_NAME = "llamabot.run"
+#: The queue runs are enqueued on (``Durable.enqueue``) and workers dequeue from; recovered runs go back on it.
+QUEUE_NAME = "llamabot_runs"
+#: Recorded with every run; only a process with the same version recovers a run. Change it when the sequence of
+#: steps a run makes changes incompatibly.
+WORKFLOW_VERSION = "llamabot-durable-2"  # 2: JSON records (1 pickled them)
+
+#: Seconds a stopping process gives the steps in flight to finish (worker SIGTERM, service shutdown, process exit).
+GRACE_ENV = "LLAMABOT_DURABLE_GRACE_S"
+#: Seconds between two heartbeats of a process that runs durable runs.
+HEARTBEAT_ENV = "LLAMABOT_DURABLE_HEARTBEAT_S"
+#: Seconds without a heartbeat after which an executor is dead and a worker recovers its PENDING runs.
+ORPHAN_ENV = "LLAMABOT_DURABLE_ORPHAN_S"
 
 _SCHEMES = ("sqlite:///", "postgresql://", "postgres://", "postgresql+psycopg://")
 
@@ -116,3 +130,24 @@ def _redacted_parameter(parameter: str) -> str:
     if eq and value and any(word in name.lower() for word in _SECRET_WORDS):
         return f"{name}=***"
     return parameter
+
+
+def grace_seconds() -> int:
+    """``$LLAMABOT_DURABLE_GRACE_S`` (default 20, 0 to 3600): how long a stopping process lets its steps in flight
+    finish before it stops; kept under the 30 s a container platform usually waits after SIGTERM."""
+    return env_int(GRACE_ENV, 20, minimum=0, maximum=3600)
+
+
+def liveness_seconds() -> tuple[int, int]:
+    """``($LLAMABOT_DURABLE_HEARTBEAT_S, $LLAMABOT_DURABLE_ORPHAN_S)`` (defaults 5 and 60): how often a process
+    records that it is alive, and after how long without a heartbeat its runs are recovered by a worker. The
+    timeout must be at least twice the heartbeat (:class:`SettingsError` otherwise), so one late heartbeat never
+    makes a live process look dead."""
+    heartbeat = env_int(HEARTBEAT_ENV, 5, minimum=1, maximum=3600)
+    orphan = env_int(ORPHAN_ENV, 60, minimum=2, maximum=86_400)
+    if orphan < 2 * heartbeat:
+        raise SettingsError(
+            f"${ORPHAN_ENV}={orphan} must be at least twice ${HEARTBEAT_ENV}={heartbeat} (one late heartbeat must "
+            "not make a live process look dead); raise the timeout or shorten the heartbeat"
+        )
+    return heartbeat, orphan

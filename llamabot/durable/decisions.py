@@ -24,7 +24,7 @@ from dbos import DBOSClient
 from sqlalchemy.dialects import postgresql, sqlite
 
 from llamabot.durable.approval import APPROVAL_TOPIC, Decision
-from llamabot.durable.config import is_sqlite
+from llamabot.durable.database import create_tables, engine_for
 from llamabot.durable.errors import AlreadyDecidedError
 
 METADATA = sa.MetaData()
@@ -64,26 +64,12 @@ def default_decider() -> str:
 @contextlib.contextmanager
 def decisions_engine(url: str) -> Iterator[sa.Engine]:
     """An engine on the runs' database (like DBOS's: IMMEDIATE transactions on SQLite) with the decisions table."""
-    from llamabot.durable.runtime import CONNECT_TIMEOUT_S, sqlite_engine
-
-    if is_sqlite(url):
-        engine = sqlite_engine(url)
-    else:
-        engine = sa.create_engine(sa.make_url(url).set(drivername="postgresql+psycopg"),
-                                  connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+    engine = engine_for(url)
     try:
-        _create_table(engine)
+        create_tables(engine, METADATA)
         yield engine
     finally:
         engine.dispose()
-
-
-def _create_table(engine: sa.Engine) -> None:
-    try:
-        METADATA.create_all(engine, checkfirst=True)
-    except sa.exc.DBAPIError:  # another process created it at the same moment (PostgreSQL's catalog race)
-        if not sa.inspect(engine).has_table(DECISIONS.name):
-            raise
 
 
 def send_first(engine: sa.Engine, c: DBOSClient, run_id: str, decision: Decision, by: str) -> Recorded:

@@ -33,15 +33,18 @@ from llamabot.graph.graphbot import GraphBot
 class Durable:
     """Durable runs of the bot ``factory`` builds, kept in ``db``.
 
-    ``executor_id``, ``worker_concurrency``, ``dequeue``: see :func:`~llamabot.durable.runtime.launch` (the
-    process-wide runtime starts with the first ``Durable``; later ones must use the same database).
+    ``executor_id``, ``worker_concurrency``, ``dequeue``, ``recover_orphans``: see
+    :func:`~llamabot.durable.runtime.launch` (the process-wide runtime starts with the first ``Durable``; later
+    ones must use the same database).
     """
 
     def __init__(self, factory: str | Callable[[], GraphBot], *, db: str | None = None,
-                 executor_id: str | None = None, worker_concurrency: int | None = None, dequeue: bool = True):
+                 executor_id: str | None = None, worker_concurrency: int | None = None, dequeue: bool = True,
+                 recover_orphans: bool = False):
         self.factory = factory_spec(factory)
         self.bot: GraphBot = _RUNTIME.bots.bot_for(self.factory)  # fails now, not inside a run, if it cannot build
-        self.db = launch(db, executor_id=executor_id, worker_concurrency=worker_concurrency, dequeue=dequeue)
+        self.db = launch(db, executor_id=executor_id, worker_concurrency=worker_concurrency, dequeue=dequeue,
+                         recover_orphans=recover_orphans)
 
     def _inputs(self, query: Any, run_id: str | None, options: dict[str, Any]) -> tuple[str, Any, dict[str, Any]]:
         if _RUNTIME.url != self.db:  # shutdown() was called since (or the process moved to another database)
@@ -66,7 +69,16 @@ class Durable:
             return await DBOS.start_workflow_async(durable_run, self.factory, query, options)
 
     def start(self, query: Any, *, run_id: str | None = None, **options: Any) -> str:
-        """Start a run in this process and return its id at once (:meth:`result` waits for it)."""
+        """Start a run in this process and return its id at once (:meth:`result` waits for it, from any process).
+
+        When this process exits before the run ends (the script ends, ``sys.exit``, Ctrl-C), the run is not
+        failed: the step in flight (a model call, a tool call) gets ``$LLAMABOT_DURABLE_GRACE_S`` seconds (default
+        20) to finish and be recorded, and the run stays PENDING in the database. The next process on the same
+        database with the same ``executor_id`` (a restart of this script, or any ``Durable`` with the default id)
+        resumes it when it starts; a ``llamabot worker`` on the database resumes it once this process is seen
+        gone (at once after a normal exit; after ``$LLAMABOT_DURABLE_ORPHAN_S`` seconds without a heartbeat after
+        a kill). Killed outright (SIGKILL, or SIGTERM without a handler), the run stays PENDING too, and the step
+        cut off runs again on recovery (at least once: see :func:`~llamabot.durable.steps.current_step`)."""
         return self._start(query, run_id, options).get_workflow_id()
 
     async def astart(self, query: Any, *, run_id: str | None = None, **options: Any) -> str:
@@ -112,3 +124,12 @@ class Durable:
 
     def reject(self, run_id: str, reason: str = "") -> dict[str, Any]:
         return runs.reject(run_id, reason, self.db)
+
+    def cancel(self, run_id: str) -> runs.RunInfo:
+        """Cancel a run that is not over (see :func:`llamabot.durable.runs.cancel`)."""
+        return runs.cancel(run_id, self.db)
+
+    def resume(self, run_id: str, *, force: bool = False) -> runs.RunInfo:
+        """Recover a PENDING run of a dead executor, or a cancelled run, now (see
+        :func:`llamabot.durable.runs.resume`)."""
+        return runs.resume(run_id, self.db, force=force)

@@ -40,6 +40,15 @@ class NotWaitingError(DurableError):
     tool call than the one named."""
 
 
+class RunFinishedError(DurableError):
+    """The run is finished (SUCCESS, ERROR, or CANCELLED for a cancel): there is nothing to cancel or resume."""
+
+
+class RunInFlightError(DurableError):
+    """The run needs no recovery: it is queued, or in flight on an executor that is alive (its heartbeat is
+    recent), or another process is recovering it right now."""
+
+
 class RunFailedError(DurableError):
     """A durable run ended with an error, or was cancelled; the message carries the run id and the cause."""
 

@@ -9,7 +9,9 @@ executes a run. Every function takes the database as ``db`` (resolved like every
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import datetime
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -17,7 +19,15 @@ from dbos import DBOS, DBOSClient
 from dbos import error as dbos_error
 
 from llamabot.durable.approval import APPROVAL_EVENT, Decision, json_data
-from llamabot.durable.config import redacted, resolve_db_url
+from llamabot.durable.config import (
+    QUEUE_NAME,
+    WORKFLOW_NAME,
+    WORKFLOW_VERSION,
+    liveness_seconds,
+    redacted,
+    resolve_db_url,
+)
+from llamabot.durable.database import check_reachable
 from llamabot.durable.decisions import decisions_engine, default_decider, last_decided, send_first
 from llamabot.durable.errors import (
     DatabaseUnreachableError,
@@ -25,9 +35,11 @@ from llamabot.durable.errors import (
     NotWaitingError,
     RecordRefusedError,
     RunFailedError,
+    RunFinishedError,
+    RunInFlightError,
     UnknownRunError,
 )
-from llamabot.durable.runtime import QUEUE_NAME, WORKFLOW_NAME, WORKFLOW_VERSION, check_reachable
+from llamabot.durable.executors import claim_holder, executors_engine, recover, silence
 from llamabot.durable.serializer import SERIALIZER, refusal, refuse_pickle
 
 
@@ -66,12 +78,82 @@ def client(db: str | None = None) -> Iterator[DBOSClient]:
         opened.destroy()
 
 
-def list_runs(db: str | None = None, *, status: str | None = None, limit: int = 50) -> list[RunInfo]:
-    """The most recent runs (newest first), optionally only those with ``status``; ``waiting`` is filled for
-    pending runs."""
+#: The statuses a run can have (DBOS's), and ``WAITING``: PENDING and waiting for an approval.
+STATUSES = ("ENQUEUED", "PENDING", "WAITING", "SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
+#: The statuses of a run that is over: nothing to cancel or resume.
+FINISHED = ("SUCCESS", "ERROR")
+
+
+def list_runs(db: str | None = None, *, status: str | Sequence[str] | None = None, older_than: float | None = None,
+              limit: int = 50) -> list[RunInfo]:
+    """The most recent runs (newest first): only those with ``status`` (one of :data:`STATUSES`, or several),
+    only those started more than ``older_than`` seconds ago; ``waiting`` is filled for pending runs. ``ValueError``
+    for an unknown status."""
+    wanted = [status] if isinstance(status, str) else list(status or ())
+    unknown = [s for s in wanted if s.upper() not in STATUSES]
+    if unknown:
+        raise ValueError(f"unknown run status {', '.join(map(repr, unknown))}; use one of {', '.join(STATUSES)}")
+    wanted = [s.upper() for s in wanted]
+    waiting_only = "WAITING" in wanted and "PENDING" not in wanted
+    statuses = sorted({"PENDING" if s == "WAITING" else s for s in wanted}) or None
+    before = None
+    if older_than is not None:
+        before = datetime.datetime.fromtimestamp(time.time() - older_than, datetime.timezone.utc).isoformat()
     with client(db) as c:
-        found = c.list_workflows(name=WORKFLOW_NAME, status=status, limit=limit, sort_desc=True, load_output=True)
-        return [_info(c, s) for s in found]
+        found = c.list_workflows(name=WORKFLOW_NAME, status=statuses, end_time=before, sort_desc=True,
+                                 load_output=True, limit=None if waiting_only else limit)
+        runs = [_info(c, s) for s in found]
+    if waiting_only:
+        runs = [r for r in runs if r.waiting or r.status != "PENDING"]
+    return runs[:limit]
+
+
+def cancel(run_id: str, db: str | None = None) -> RunInfo:
+    """Cancel run ``run_id`` (queued, in flight, or waiting for an approval): it stops at its next step and is
+    never resumed by recovery. :class:`UnknownRunError`; :class:`RunFinishedError` for a run that is over or
+    cancelled already."""
+    with client(db) as c:
+        status = _status(c, run_id)
+        if status.status in (*FINISHED, "CANCELLED"):
+            raise RunFinishedError(f"run {run_id} is {status.status} already; there is nothing to cancel")
+        c.cancel_workflow(run_id)
+        return _info(c, _status(c, run_id))
+
+
+def resume(run_id: str, db: str | None = None, *, force: bool = False) -> RunInfo:
+    """Recover run ``run_id`` now: put it back on the llamabot queue, where a worker (or the next process on the
+    database that dequeues) goes on from its last completed step. For a PENDING run whose executor stopped
+    heart-beating (without waiting for ``$LLAMABOT_DURABLE_ORPHAN_S``), or a cancelled one.
+
+    :class:`UnknownRunError`; :class:`RunFinishedError` for a run that is over; :class:`RunInFlightError` for a
+    queued run, a run whose executor is alive (``force=True`` takes it over anyway: the live execution stops at
+    its next step, and its step in flight may run twice), or one another process is recovering now."""
+    url = resolve_db_url(db)
+    with client(url) as c:
+        status = _status(c, run_id)
+        if status.status in FINISHED:
+            raise RunFinishedError(f"run {run_id} is {status.status}; there is nothing to resume")
+        if status.status in ("ENQUEUED", "DELAYED"):
+            raise RunInFlightError(f"run {run_id} is {status.status}: a worker on this database will start it")
+        if status.status != "PENDING":  # cancelled, or dead-lettered after too many recoveries
+            c.resume_workflow(run_id, queue_name=QUEUE_NAME)
+            return _info(c, _status(c, run_id))
+        _, timeout_s = liveness_seconds()
+        with executors_engine(url) as engine:
+            silent = silence(engine)[0].get(status.executor_id)
+            if silent is not None and silent < timeout_s and not force:
+                raise RunInFlightError(
+                    f"run {run_id} is in flight on executor {status.executor_id} (heartbeat {silent:.0f} s ago); it "
+                    "needs no recovery (force it to take the run over: the live execution stops at its next step)"
+                )
+            by = f"resume:{default_decider()}"
+            if recover(engine, c, status.executor_id, by, timeout_s, only=run_id, force=force) is None:
+                holder = claim_holder(engine, status.executor_id)
+                raise RunInFlightError(
+                    f"run {run_id}: the runs of executor {status.executor_id} are being recovered by "
+                    f"{holder[0] if holder else 'another process'} right now"
+                )
+        return _info(c, _status(c, run_id))
 
 
 def show_run(run_id: str, db: str | None = None) -> RunInfo:

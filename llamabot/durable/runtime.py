@@ -14,34 +14,45 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import sqlalchemy as sa
 from dbos import DBOS
 
-from llamabot.durable.config import APP_NAME, is_sqlite, redacted, resolve_db_url
-from llamabot.durable.errors import DatabaseUnreachableError, DurableRuntimeError, NotStorableError
+from llamabot.durable.config import (
+    APP_NAME,
+    QUEUE_NAME,
+    WORKFLOW_NAME,
+    WORKFLOW_VERSION,
+    grace_seconds,
+    is_sqlite,
+    redacted,
+    resolve_db_url,
+)
+from llamabot.durable.database import CONNECT_TIMEOUT_S, check_reachable, sqlite_engine
+from llamabot.durable.drain import DRAIN
+from llamabot.durable.errors import (
+    DatabaseUnreachableError,
+    DurableError,
+    DurableRuntimeError,
+    NotStorableError,
+)
+from llamabot.durable.executors import Heartbeat, default_executor_id
 from llamabot.durable.factory import BotCache
 from llamabot.durable.serializer import SERIALIZER, refuse_pickle
 from llamabot.durable.steps import DurableSteps
 from llamabot.models.exchange import using_steps
-
-WORKFLOW_NAME = "llamabot.run"
-#: The queue runs are enqueued on (``Durable.enqueue``) and workers dequeue from.
-QUEUE_NAME = "llamabot_runs"
-#: Recorded with every run; only a process with the same version recovers a run. Change it when the sequence of
-#: steps a run makes changes incompatibly.
-WORKFLOW_VERSION = "llamabot-durable-2"  # 2: JSON records (1 pickled them)
-#: Seconds to wait for a PostgreSQL server before calling it unreachable.
-CONNECT_TIMEOUT_S = 5
 
 
 class _Runtime:
     def __init__(self) -> None:
         self.url: str | None = None
         self.queue: Any = None
+        self.heartbeat: Heartbeat | None = None
+        self.exit_hook = False
         self.lock = threading.Lock()
         self.bots = BotCache()
 
@@ -55,10 +66,12 @@ SERIALIZER.classes_from(_RUNTIME.bots.state_classes)
 @DBOS.workflow(name=WORKFLOW_NAME)
 async def durable_run(factory: str, query: Any, options: dict[str, Any]) -> Any:
     """One durable run: the bot built from ``factory`` answers ``query``; every model call, tool attempt and
-    approval is a step."""
-    bot = _RUNTIME.bots.bot_for(factory)
-    with using_steps(DurableSteps()):
-        result = await bot.arun(query, **options)
+    approval is a step. When the process stops, the run is parked at a step boundary and stays PENDING
+    (:mod:`llamabot.durable.drain`)."""
+    with DRAIN.run():
+        bot = _RUNTIME.bots.bot_for(factory)
+        with using_steps(DurableSteps()):
+            result = await bot.arun(query, **options)
     try:  # checked here, so that the run fails with an error naming the result and the bot
         SERIALIZER.round_trip(result, "the run's result")
     except NotStorableError as exc:
@@ -71,21 +84,32 @@ async def durable_run(factory: str, query: Any, options: dict[str, Any]) -> Any:
 
 
 def launch(db: str | None = None, *, executor_id: str | None = None, worker_concurrency: int | None = None,
-           dequeue: bool = True) -> str:
+           dequeue: bool = True, recover_orphans: bool = False,
+           recovered: Callable[[str, list[str]], None] | None = None) -> str:
     """Start the durable runtime on ``db`` (see :func:`~llamabot.durable.config.resolve_db_url`) unless it runs
     on it already; returns the URL. Runs this process started earlier and left unfinished (same
     ``executor_id``) are recovered in the background.
 
-    ``executor_id``: this process's name in the database (default ``"local"``; give each worker its own).
-    ``worker_concurrency``: most queued runs this process executes at once. ``dequeue=False``: this process
-    enqueues but never executes queued runs (a front end in front of workers).
+    ``executor_id``: this process's name in the database (default ``$DBOS__VMID``, else ``"local"``; give each
+    process that runs at the same time as others its own). ``worker_concurrency``: most queued runs this process
+    executes at once. ``dequeue=False``: this process enqueues but never executes queued runs (a front end in
+    front of workers). ``recover_orphans``: this process also recovers the PENDING runs of executors that stopped
+    heart-beating (:mod:`llamabot.durable.executors`; a worker does); ``recovered`` is told ``(dead executor id,
+    run ids)`` after each recovery.
+
+    The process records a heartbeat while the runtime runs. When it exits normally or on Ctrl-C, its runs in
+    flight are never recorded as failed: the steps in flight get ``$LLAMABOT_DURABLE_GRACE_S`` seconds to finish,
+    then the runs stay PENDING (see :func:`shutdown`).
 
     Raises :class:`DatabaseURLError` for a bad URL, :class:`DatabaseUnreachableError` when the database cannot
-    be reached, :class:`DurableRuntimeError` when the process already uses another database.
+    be reached, :class:`DurableRuntimeError` when the process already uses another database,
+    :class:`~llamabot.errors.SettingsError` for a bad heartbeat or grace setting.
     """
     url = resolve_db_url(db)
     with _RUNTIME.lock:
         if _RUNTIME.url == url:
+            if recover_orphans and _RUNTIME.heartbeat is not None:
+                _RUNTIME.heartbeat.recover, _RUNTIME.heartbeat.recovered = True, recovered
             return url
         if _RUNTIME.url is not None:
             raise DurableRuntimeError(
@@ -93,18 +117,59 @@ def launch(db: str | None = None, *, executor_id: str | None = None, worker_conc
                 f"database (call llamabot.durable.shutdown() before using {redacted(url)})"
             )
         check_reachable(url)
+        grace_seconds()  # a bad setting fails now, not when the process exits
+        executor_id = executor_id or default_executor_id()
         config: dict[str, Any] = {"name": APP_NAME, "system_database_url": url, "log_level": "WARNING",
-                                  "application_version": WORKFLOW_VERSION, "serializer": SERIALIZER}
+                                  "application_version": WORKFLOW_VERSION, "serializer": SERIALIZER,
+                                  "executor_id": executor_id}
         refuse_pickle()
-        if executor_id:
-            config["executor_id"] = executor_id
         if is_sqlite(url):
             config["system_database_engine"] = sqlite_engine(url)
         else:
             config["db_engine_kwargs"] = {"connect_args": {"connect_timeout": CONNECT_TIMEOUT_S}}
-        _RUNTIME.queue = _off_the_loop(_start_dbos, url, config, dequeue, worker_concurrency)
-        _RUNTIME.url = url
+        heartbeat = Heartbeat(url, executor_id, recover=recover_orphans, recovered=recovered)
+        _off_the_loop(_begin, url, heartbeat)
+        DRAIN.open()
+        try:
+            _RUNTIME.queue = _off_the_loop(_start_dbos, url, config, dequeue, worker_concurrency)
+        except BaseException:
+            heartbeat.end()
+            raise
+        heartbeat.run()
+        _RUNTIME.url, _RUNTIME.heartbeat = url, heartbeat
+        _register_exit_hook()
         return url
+
+
+def _begin(url: str, heartbeat: Heartbeat) -> None:
+    try:
+        if not is_sqlite(url):
+            DBOS.migrate(url)  # creates the database if the server has none of that name (DBOS.launch would)
+        heartbeat.begin()  # before DBOS.launch, whose start-up recovers this executor id's runs
+    except DurableError:
+        raise
+    except Exception as exc:
+        raise DatabaseUnreachableError(f"cannot start durable runs on {redacted(url)}: {exc}") from exc
+
+
+def _register_exit_hook() -> None:
+    """Shut the runtime down gracefully when the interpreter exits, *before* Python's thread pools refuse new
+    work: an exit that stopped them first made every run in flight fail with "cannot schedule new futures after
+    interpreter shutdown". ``threading._register_atexit`` is the hook ``concurrent.futures`` itself uses; hooks
+    registered later run first. (``atexit`` handlers run after the pools are gone: too late.)"""
+    if _RUNTIME.exit_hook:
+        return
+    register = getattr(threading, "_register_atexit", None)
+    try:
+        (register or __import__("atexit").register)(_at_exit)
+    except RuntimeError:  # the interpreter is already exiting
+        return
+    _RUNTIME.exit_hook = True
+
+
+def _at_exit() -> None:
+    if _RUNTIME.url is not None:
+        shutdown(grace_seconds())
 
 
 def _start_dbos(url: str, config: dict[str, Any], dequeue: bool, worker_concurrency: int | None) -> Any:
@@ -132,13 +197,34 @@ def _off_the_loop(func: Any, *args: Any) -> Any:
         return pool.submit(func, *args).result()
 
 
-def shutdown() -> None:
-    """Stop the durable runtime of this process (runs in flight stay in the database, to be recovered)."""
+def shutdown(grace_s: float = 0) -> None:
+    """Stop the durable runtime of this process. A run in flight is never recorded as failed: DBOS stops
+    dequeuing, the steps in flight get ``grace_s`` seconds to finish and be recorded, every run is parked at its
+    next step (:class:`~llamabot.durable.drain.RunParked`) and stays PENDING, and the process is marked stopped so
+    that a worker recovers them at once (or this executor id when it starts again). With ``grace_s=0`` the steps
+    in flight are cut: they run again when the run is recovered (at least once)."""
     with _RUNTIME.lock:
         if _RUNTIME.url is not None:
-            _off_the_loop(DBOS.destroy)
-        _RUNTIME.url = _RUNTIME.queue = None
+            _off_the_loop(_stop, grace_s)
+        _RUNTIME.url = _RUNTIME.queue = _RUNTIME.heartbeat = None
         _RUNTIME.bots.clear()
+
+
+def _stop(grace_s: float) -> None:
+    DRAIN.close()
+    if grace_s > 0 and not DRAIN.wait_idle(0):
+        # DBOS stops dequeuing at once and waits for its workflows (in 1 s ticks); the drain says when they are
+        # all parked or finished. A daemon thread: a second signal (Drain.hurry) does not wait for it.
+        stopping = threading.Thread(target=DBOS.destroy, name="llamabot-shutdown", daemon=True,
+                                    kwargs={"workflow_completion_timeout_sec": math.ceil(grace_s)})
+        stopping.start()
+        DRAIN.wait_idle(grace_s)
+        if not DRAIN.hurried:
+            stopping.join()
+    else:
+        DBOS.destroy()
+    if _RUNTIME.heartbeat is not None:
+        _RUNTIME.heartbeat.end()
 
 
 def active_url() -> str:
@@ -147,40 +233,3 @@ def active_url() -> str:
     if url is None:
         raise DurableRuntimeError("durable runs are not started in this process: create a Durable(...) first")
     return url
-
-
-def sqlite_engine(url: str) -> sa.Engine:
-    """The SQLite engine DBOS would make (IMMEDIATE transactions, a long busy timeout, foreign keys), in WAL mode
-    with ``synchronous=NORMAL``: one fsync per checkpoint instead of several, readers never block the writer. A
-    killed process loses nothing committed; only an OS crash or power loss can lose the last commits."""
-    engine = sa.create_engine(url, connect_args={"check_same_thread": False})
-
-    @sa.event.listens_for(engine, "connect")
-    def _configure(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None
-        dbapi_conn.execute("PRAGMA journal_mode=WAL")
-        dbapi_conn.execute("PRAGMA synchronous=NORMAL")
-        dbapi_conn.execute("PRAGMA busy_timeout=30000")
-        dbapi_conn.execute("PRAGMA foreign_keys=ON")
-        dbapi_conn.isolation_level = "IMMEDIATE"
-
-    return engine
-
-
-def check_reachable(url: str) -> None:
-    """Open (and close) one connection to ``url``; :class:`DatabaseUnreachableError` naming it when that fails."""
-    if is_sqlite(url):
-        engine = sa.create_engine(url)
-    else:
-        engine = sa.create_engine(sa.make_url(url).set(drivername="postgresql+psycopg"),
-                                  connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
-    try:
-        with engine.connect():
-            pass
-    except Exception as exc:
-        if not is_sqlite(url) and "does not exist" in str(exc):
-            return  # the server answers; DBOS creates the database
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DatabaseUnreachableError(f"cannot reach the durable-runs database {redacted(url)}: {first}") from None
-    finally:
-        engine.dispose()

@@ -20,6 +20,7 @@ exchanges use the async drivers (``astep``); ``step`` serves exchanges driven sy
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Generator
 from typing import Any
 
@@ -34,6 +35,7 @@ from llamabot.durable.approval import (
     json_data,
     pending_record,
 )
+from llamabot.durable.drain import DRAIN
 from llamabot.durable.errors import NotStorableError, ToolRejectedError
 from llamabot.durable.serializer import SERIALIZER
 from llamabot.errors import ToolArgumentsError
@@ -57,29 +59,31 @@ class DurableSteps:
     # -- the two drivers' entry points --------------------------------------------------------------------
 
     def step(self, request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any:
-        if type(request) is Sleep:
-            return DBOS.sleep(request.seconds)
-        if type(request) is ToolAttempt and request.tool.requires_approval:
-            decided = self._decided.get(id(request)) or self._decide(request, _wait(self._approval(request)))
-            if type(decided[1]) is not ToolAttempt:
-                return decided[1]
-            request = decided[1]
-        return DBOS.run_step({"name": step_name(request, model)}, _run_plainly, request, model, on_token)
+        with DRAIN.step():  # a sync wait (sleep, approval) cannot be interrupted: it counts as a step in flight
+            if type(request) is Sleep:
+                return DBOS.sleep(request.seconds)
+            if type(request) is ToolAttempt and request.tool.requires_approval:
+                decided = self._decided.get(id(request)) or self._decide(request, _wait(self._approval(request)))
+                if type(decided[1]) is not ToolAttempt:
+                    return decided[1]
+                request = decided[1]
+            return DBOS.run_step({"name": step_name(request, model)}, _run_plainly, request, model, on_token)
 
     async def astep(self, request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any:
         if type(request) is Sleep:
-            return await DBOS.sleep_async(request.seconds)
+            with DRAIN.wait():  # a stopping process parks the run now; the sleep's end time is recorded
+                return await DBOS.sleep_async(request.seconds)
         if type(request) is ToolAttempt and request.tool.requires_approval:
             decided = self._decided.get(id(request)) or self._decide(request, await _await(self._approval(request)))
             if type(decided[1]) is not ToolAttempt:
                 return decided[1]
             request = decided[1]
-        if type(request) is ToolAttempt and not request.tool.is_async and request.tool.afunc is None:
-            # A sync tool: DBOS runs a sync step in one worker thread (check the record, call the tool, write the
-            # result), where an async step would hop to a thread for each of the three.
-            return await DBOS.run_step_async({"name": step_name(request, model)}, _run_plainly, request, model,
-                                             on_token)
-        return await DBOS.run_step_async({"name": step_name(request, model)}, _arun_plainly, request, model, on_token)
+        # A sync tool: DBOS runs a sync step in one worker thread (check the record, call the tool, write the
+        # result), where an async step would hop to a thread for each of the three.
+        plain = type(request) is ToolAttempt and not request.tool.is_async and request.tool.afunc is None
+        with DRAIN.step():  # a stopping process lets this step finish and be recorded, and starts no other
+            return await DBOS.run_step_async({"name": step_name(request, model)}, _run_plainly if plain else
+                                             _arun_plainly, request, model, on_token)
 
     # -- approvals ------------------------------------------------------------------------------------------
 
@@ -144,9 +148,21 @@ async def _await(approval: Generator[tuple[str, tuple[Any, ...]], Any, Any]) -> 
     try:
         name, args = next(approval)
         while True:
-            name, args = approval.send(await getattr(DBOS, f"{name}_async")(*args))
+            with DRAIN.wait() if name == "recv" else contextlib.nullcontext():  # a stopping process parks the run
+                reply = await getattr(DBOS, f"{name}_async")(*args)
+            name, args = approval.send(reply)
     except StopIteration as stop:
         return stop.value
+
+
+def current_step() -> tuple[str, int] | None:
+    """``(run id, step number)`` of the durable step running now (a tool called by a durable run), else ``None``.
+
+    A step runs at least once: a process killed after a tool's side effect and before the step's result was
+    recorded runs the attempt again when the run is recovered. The pair is the same for both executions, so a tool
+    whose effect must happen once keys it by them (an idempotency key for a payment API, a unique row)."""
+    run_id, number = DBOS.workflow_id, DBOS.step_id
+    return None if run_id is None or number is None else (run_id, number)
 
 
 def step_name(request: Any, model: ChatModel | None) -> str:

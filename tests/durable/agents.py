@@ -3,7 +3,9 @@
 The model is deterministic from the conversation (not a queue), so a recovered run that replays some model calls
 from the database and sends the rest gets the same replies. It appends ``start N`` / ``end N`` to the file
 ``$DURABLE_MODEL_LOG`` around each call (N: the tool results seen so far) and waits ``$DURABLE_LATENCY_S``.
-Tools append one line per execution to ``$DURABLE_EFFECTS``.
+Tools append one line per execution to ``$DURABLE_EFFECTS``; ``record`` also appends ``run|step|key`` to
+``$DURABLE_KEYS``, where the key is the durable step's ``(run id, step number)`` (``current_step``): the same for
+an attempt run again after a kill, so a consumer keyed by it sees each effect once.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ def record(step: int, run: str) -> str:
         run: The run's question.
     """
     _append("DURABLE_EFFECTS", f"{run}|{step}")
+    if os.environ.get("DURABLE_KEYS"):
+        from llamabot.durable import current_step
+
+        key = current_step()
+        _append("DURABLE_KEYS", f"{run}|{step}|{key[0]}:{key[1]}" if key else f"{run}|{step}|none")
     return f"recorded {step}"
 
 

@@ -124,6 +124,7 @@ def _special() -> dict[str, object]:
     """Arguments for the errors whose parameters are llamabot objects."""
     from llamabot.graph.approval import PausedRun
     from llamabot.graph.checkpoint import Checkpoint
+    from llamabot.models.reply import FailedAttempt
     from llamabot.observe.usage import RunUsage
     from llamabot.reasoning.aot.plan import Atom
     from llamabot.tools.approval import ApprovalRequest
@@ -134,6 +135,7 @@ def _special() -> dict[str, object]:
         "UsageLimitExceeded": ("max_requests", 2, RunUsage(2, 100, 10)),
         "LWTReferenceError": ({"s2": ("s9",)}, ["s1", "s2"]),
         "AtomExecutionError": (Atom(id=1, kind="tool", name="add", input={"a": 1}), {"a": 1}, "boom", None),
+        "ModelFallbackError": ((FailedAttempt("primary", "RateLimitError: 429"),),),
     }
 
 

@@ -8,51 +8,32 @@ runs the 200-run version and reports ``workers_ratio``.
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 from collections import Counter
 
 from llamabot.durable import list_runs, wait_result
-from llamabot.durable.runs import client, enqueue
-from tests.durable.conftest import PYTHON, subprocess_env
-
-WORKER = "from llamabot.cli import main; main()"
+from llamabot.durable.runs import client
+from tests.durable.workers import Worker, enqueue_runs
 
 
-def start_worker(db: str, name: str, concurrency: int = 10, **env: str) -> subprocess.Popen:
-    proc = subprocess.Popen([PYTHON, "-c", WORKER, "worker", "--db", db, "--executor-id", name, "--concurrency",
-                             str(concurrency)], env=subprocess_env(**env), stderr=subprocess.PIPE, text=True)
-    line = proc.stderr.readline()
-    assert line.startswith("worker ready"), line + proc.stderr.read()
-    return proc
-
-
-def enqueue_runs(db: str, count: int, prefix: str) -> list[str]:
-    with client(db) as via:
-        return [enqueue("tests.durable.agents:make_agent", f"{prefix}{i}", {}, f"{prefix}{i}", via=via)
-                for i in range(count)]
-
-
-def test_dur_wrk_010_two_workers_one_killed_every_run_completes_once(postgres_url, files):
+def test_dur_wrk_010_two_workers_one_killed_every_run_completes_once(postgres_url, files, tmp_path):
     """DUR-WRK-010/020/030"""
     effects, _ = files
     db = postgres_url.rsplit("/", 1)[0] + "/workers"
     env = {"DURABLE_CALLS": "2", "DURABLE_LATENCY_S": "0.1"}
-    w1, w2 = start_worker(db, "w1", **env), start_worker(db, "w2", **env)
+    w1, w2 = Worker(db, "w1", tmp_path / "w1.log", **env), Worker(db, "w2", tmp_path / "w2.log", **env)
     try:
         ids = enqueue_runs(db, 40, "job")
         deadline = time.monotonic() + 60
         while sum(r.status == "SUCCESS" for r in list_runs(db, limit=100)) < 10 and time.monotonic() < deadline:
             time.sleep(0.05)
-        w1.send_signal(signal.SIGKILL)  # mid-way: some runs done, some in flight on w1, some still queued
-        w1.wait()
-        w1 = start_worker(db, "w1", **env)  # the same name: it recovers its runs
+        w1.stop(signal.SIGKILL)  # mid-way: some runs done, some in flight on w1, some still queued
+        w1 = Worker(db, "w1", tmp_path / "w1-again.log", **env)  # the same name: it recovers its runs
         with client(db) as via:
             results = {run_id: wait_result(run_id, via=via) for run_id in ids}
     finally:
-        for proc in (w1, w2):
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=30)
+        for worker in (w1, w2):
+            worker.stop(signal.SIGTERM, timeout=30)
     assert results == {i: f"{i} -> recorded 1; recorded 2" for i in ids}
     assert Counter(r.status for r in list_runs(db, limit=100)) == Counter({"SUCCESS": 40})
     done = Counter(effects.read_text().splitlines())

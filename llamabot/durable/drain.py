@@ -1,0 +1,147 @@
+"""Draining a process: its durable runs stop at a step boundary and stay PENDING, never failed.
+
+A process that stops (it exits, a worker gets SIGTERM, a service shuts down) must not record its runs in flight
+as failed: DBOS records a workflow that raises an ``Exception`` as ERROR for good. :class:`Drain` is the gate
+every step of every durable run of the process passes (:class:`~llamabot.durable.steps.DurableSteps`):
+
+- while it is open, it counts the steps in flight (model calls, tool attempts) and the runs executing;
+- :meth:`Drain.close` lets the steps in flight finish (their results are recorded) and ends every run at its next
+  step with :class:`RunParked`, a ``BaseException`` that DBOS does not record: the run stays PENDING with all its
+  completed steps, and the next process on the database (or a worker) goes on from there. A run waiting for an
+  approval or in a retry backoff is parked at once (the wait itself is durable and starts again on recovery);
+- :meth:`Drain.wait_idle` waits for the runs to be parked, up to a grace period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+
+
+class RunParked(BaseException):
+    """The process executing a durable run is stopping: the run ends here without an outcome and stays PENDING
+    in the database; the next process on the same database, or a worker, resumes it from its last completed step.
+
+    A ``BaseException`` (like ``KeyboardInterrupt``), so that neither DBOS nor ``except Exception`` in a bot
+    records it as the run's failure. ``Durable.run`` raises it in a thread that waits for a run when the process
+    stops."""
+
+
+class Drain:
+    """The gate of one process's durable runs (thread-safe: runs and steps execute on event loops and threads)."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._closed = False
+        self._hurried = False
+        self._steps = 0
+        self._runs = 0
+        self._waits: dict[asyncio.Task[object], asyncio.AbstractEventLoop] = {}
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def hurried(self) -> bool:
+        return self._hurried
+
+    def open(self) -> None:
+        """Let runs and steps start again (a runtime launched after a shutdown)."""
+        with self._changed:
+            self._closed = self._hurried = False
+
+    def close(self) -> None:
+        """No new step starts; runs waiting for an approval or sleeping before a retry are parked now."""
+        with self._changed:
+            self._closed = True
+            waits = list(self._waits.items())
+        for task, loop in waits:
+            loop.call_soon_threadsafe(task.cancel)
+
+    def hurry(self) -> None:
+        """Stop :meth:`wait_idle` now (a second SIGTERM or Ctrl-C while the grace period runs)."""
+        with self._changed:
+            self._hurried = True
+            self._changed.notify_all()
+
+    def in_flight(self) -> tuple[int, int]:
+        """``(runs executing, steps in flight)`` in this process."""
+        return self._runs, self._steps
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no run executes here (all finished or parked), at most ``timeout`` seconds or until
+        :meth:`hurry`; whether it is idle."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while self._runs and not self._hurried:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(left)
+            return self._runs == 0
+
+    def _parked(self, where: str) -> RunParked:
+        return RunParked(f"the process is stopping: the durable run stays PENDING {where}; the next process on its "
+                         "database (or a worker) resumes it from its last completed step")
+
+    @contextlib.contextmanager
+    def run(self) -> Iterator[None]:
+        """Around one execution of a run's workflow: counted; parked at once when the process is stopping. A run
+        cancelled while the process stops (DBOS cancels what is left after the grace period) is parked too, so a
+        cancellation is never recorded as its failure."""
+        with self._changed:
+            if self._closed:
+                raise self._parked("before its first step")
+            self._runs += 1
+        try:
+            yield
+        except asyncio.CancelledError:
+            if self._closed:
+                raise self._parked("(stopped during the grace period)") from None
+            raise
+        finally:
+            with self._changed:
+                self._runs -= 1
+                self._changed.notify_all()
+
+    @contextlib.contextmanager
+    def step(self) -> Iterator[None]:
+        """Around one step (a model call, a tool attempt): refused with :class:`RunParked` once closed; a step
+        that started runs to its end and is recorded."""
+        with self._changed:
+            if self._closed:
+                raise self._parked("before its next step")
+            self._steps += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._steps -= 1
+
+    @contextlib.contextmanager
+    def wait(self) -> Iterator[None]:
+        """Around a durable wait of a run on an event loop (an approval, a retry backoff): :meth:`close` ends it
+        with :class:`RunParked`; the wait starts again when the run is recovered."""
+        task, loop = asyncio.current_task(), asyncio.get_running_loop()
+        assert task is not None
+        with self._changed:
+            if self._closed:
+                raise self._parked("before its wait")
+            self._waits[task] = loop
+        try:
+            yield
+        except asyncio.CancelledError:
+            if self._closed:
+                raise self._parked("while it waited") from None
+            raise
+        finally:
+            with self._changed:
+                self._waits.pop(task, None)
+
+
+#: The drain of this process (one DBOS runtime per process, see :mod:`llamabot.durable.runtime`).
+DRAIN = Drain()

@@ -1,0 +1,92 @@
+"""Graceful stop of ``llamabot worker`` on SIGTERM: it stops dequeuing, lets the steps in flight finish within the
+grace period, leaves the rest PENDING (never ERROR) and exits 0; a live worker with another id goes on."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import Counter
+
+from llamabot.durable import list_runs, wait_result
+from llamabot.durable.runs import client
+from tests.durable.workers import Worker, enqueue_runs
+
+LIVENESS = {"LLAMABOT_DURABLE_HEARTBEAT_S": "1", "LLAMABOT_DURABLE_ORPHAN_S": "3"}
+
+
+def _starts(model_log) -> int:
+    lines = model_log.read_text().splitlines() if model_log.exists() else []
+    return sum("|start " in line for line in lines)
+
+
+def _wait_for_starts(model_log, count: int, worker: Worker) -> None:
+    deadline = time.monotonic() + 60
+    while _starts(model_log) < count:
+        assert worker.proc.poll() is None and time.monotonic() < deadline, worker.text()
+        time.sleep(0.02)
+
+
+def test_dur_stop_010_sigterm_lets_the_steps_in_flight_finish_and_a_live_worker_goes_on(postgres_url, files,
+                                                                                        tmp_path):
+    """DUR-STOP-010, DUR-ORPH-020: SIGTERM while four model calls are in flight: the worker exits 0 once they
+    are recorded, took no new run from the queue, left its runs PENDING; a worker with a new id recovers them at
+    once (the stopped worker marked itself gone) and every run finishes, each side effect and model call once."""
+    effects, model_log = files
+    db = postgres_url.rsplit("/", 1)[0] + "/graceful"
+    env = {"DURABLE_CALLS": "2", "DURABLE_LATENCY_S": "1", **LIVENESS}
+    first = Worker(db, "first", tmp_path / "first.log", concurrency=4, **env)
+    ids = enqueue_runs(db, 12, "g")
+    _wait_for_starts(model_log, 4, first)
+    stopped = time.monotonic()
+    assert first.stop(signal.SIGTERM) == 0, first.text()
+    assert time.monotonic() - stopped < 8  # the calls in flight (1 s), not the runs (3 s each) or the queue
+    assert "worker stopping: 4 runs executing, grace 20 s" in first.text() and "worker stopped" in first.text()
+    log = Counter(model_log.read_text().splitlines())
+    assert all(log[line.replace("|start ", "|end ")] == 1 for line in log if "|start " in line), log
+    runs = list_runs(db, limit=100)
+    assert not [r for r in runs if r.status not in ("SUCCESS", "PENDING", "ENQUEUED")], runs
+    parked = [r for r in runs if r.status == "PENDING"]
+    assert 1 <= len(parked) <= 4 and all(r.executor == "first" and r.error is None for r in parked)
+
+    second = Worker(db, "second", tmp_path / "second.log", concurrency=4, **env)
+    try:
+        with client(db) as via:
+            results = {run_id: wait_result(run_id, via=via) for run_id in ids}
+    finally:
+        assert second.stop(signal.SIGTERM) == 0
+    assert results == {i: f"{i} -> recorded 1; recorded 2" for i in ids}
+    assert {f"recovered run {r.run_id} of dead executor first" for r in parked} <= set(second.text().splitlines())
+    assert Counter(effects.read_text().splitlines()) == Counter({f"{i}|{step}": 1 for i in ids for step in (1, 2)})
+    ends = Counter(line for line in model_log.read_text().splitlines() if "|end " in line)
+    assert set(ends.values()) == {1} and len(ends) == 3 * len(ids)
+
+
+def test_dur_stop_020_a_step_longer_than_the_grace_period_does_not_hold_the_worker(postgres_url, files, tmp_path):
+    """DUR-STOP-020: ``LLAMABOT_DURABLE_GRACE_S=1`` and 6 s model calls: SIGTERM stops the worker after about a
+    second, exit 0, its runs PENDING without an error."""
+    _, model_log = files
+    db = postgres_url.rsplit("/", 1)[0] + "/grace"
+    worker = Worker(db, "slow", tmp_path / "slow.log", concurrency=2, DURABLE_LATENCY_S="6",
+                    LLAMABOT_DURABLE_GRACE_S="1", **LIVENESS)
+    enqueue_runs(db, 2, "s")
+    _wait_for_starts(model_log, 2, worker)
+    stopped = time.monotonic()
+    assert worker.stop(signal.SIGTERM) == 0, worker.text()
+    assert time.monotonic() - stopped < 4.5
+    assert [(r.status, r.error) for r in list_runs(db)] == [("PENDING", None)] * 2
+
+
+def test_dur_stop_030_a_second_sigterm_stops_waiting(postgres_url, files, tmp_path):
+    """DUR-STOP-030: a second SIGTERM during the grace period (20 s here) ends the wait: exit 0 at once, the runs
+    PENDING without an error."""
+    _, model_log = files
+    db = postgres_url.rsplit("/", 1)[0] + "/hurry"
+    worker = Worker(db, "hurried", tmp_path / "hurried.log", concurrency=2, DURABLE_LATENCY_S="10", **LIVENESS)
+    enqueue_runs(db, 2, "h")
+    _wait_for_starts(model_log, 2, worker)
+    stopped = time.monotonic()
+    worker.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    assert worker.stop(signal.SIGTERM) == 0, worker.text()
+    assert time.monotonic() - stopped < 5
+    assert [(r.status, r.error) for r in list_runs(db)] == [("PENDING", None)] * 2
