@@ -85,5 +85,15 @@ class Notebook:
                               f"{type(exc).__name__}: {exc}") from exc
 
     def close(self) -> None:
+        """Cancel what the blocks left running on the loop (LiteLLM's logging worker, for one), let it finish,
+        then close the loop: a coroutine left pending on a closed loop fails when it is collected later."""
+        pending = asyncio.all_tasks(self.loop)
+        for task in pending:
+            task.cancel()
+
+        async def drain() -> None:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+        self.loop.run_until_complete(drain())
         self.loop.run_until_complete(self.loop.shutdown_asyncgens())
         self.loop.close()

@@ -32,10 +32,8 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import re
 import shlex
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -47,11 +45,10 @@ import pytest
 
 from llamabot.models.reply import ModelRequest
 from tests.docs.notebook import Block, Notebook, blocks_of
-from tests.docs.tour_model import tour_model
 
 ROOT = Path(__file__).resolve().parents[2]
+
 README = ROOT / "README.md"
-FIXTURES = ROOT / "tests" / "fixtures" / "readme"
 ANOT_DATA = ROOT / "tests" / "fixtures" / "anot" / "philly_cafes_mini"
 PYTHON_BLOCKS = blocks_of(README, "python")
 
@@ -105,31 +102,13 @@ class _Tee(io.StringIO):
 
 
 @pytest.fixture(scope="module")
-def tour(tmp_path_factory):
-    """The README's world: the tour model as the default model, a fresh SQLite database for durable runs, the
-    fixture modules importable, and a working directory with the files the blocks name."""
-    from llamabot.models.scripted_provider import register_scripted_provider
-
-    workdir = tmp_path_factory.mktemp("readme")
-    for name in ("server.py", "data.json", "game24.csv"):
-        shutil.copy(FIXTURES / name, workdir / name)
-    model = tour_model()
-    patch = pytest.MonkeyPatch()
-    patch.setenv("LLAMABOT_MODEL", register_scripted_provider(model, prefix="readme-tour"))
-    patch.setenv("LLAMABOT_DB", f"sqlite:///{workdir / 'runs.sqlite'}")
-    patch.setenv("PATH", str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))  # `python`
-    patch.setenv("COLUMNS", "200")
-    patch.syspath_prepend(str(FIXTURES))
-    patch.chdir(workdir)
+def tour(tour_world):
+    """The README's blocks, run once in order in one notebook on the tour world (``conftest.py``)."""
     notebook = Notebook()
     try:
-        yield Tour(notebook, model, workdir)
+        yield Tour(notebook, tour_world.model, tour_world.workdir)
     finally:
-        from llamabot.durable import shutdown
-
         notebook.close()
-        shutdown()
-        patch.undo()
 
 
 # -- what some blocks computed ------------------------------------------------------------------------------

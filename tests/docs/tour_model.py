@@ -22,14 +22,13 @@ generic: it reads the request, so an assertion on what a block computed still me
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from collections.abc import Callable
 from typing import Any
 
 from llamabot.models.reply import ModelReply, ModelRequest
-from llamabot.models.scripted import ScriptedModel, json_reply, text, tool_call, tool_calls
+from llamabot.models.scripted import ScriptedModel, json_reply, text, tool_call
 from tests.reasoning.tot.helpers import game24_oracle
 
 TERMINAL = "respond_to_user"
@@ -46,8 +45,7 @@ _WORDS = [  # word -> operator, checked in this order between two numbers of a w
     ("sold", "-"), ("gave", "-"), ("ate", "-"), ("lost", "-"), ("left", "-"), ("less", "-"),
     ("more", "+"), ("bought", "+"), ("and", "+"), ("each", "*"),
 ]
-_OPERATORS = {ast.Add: ("+", "add"), ast.Sub: ("-", "subtract"), ast.Mult: ("*", "multiply"),
-              ast.Div: ("/", "divide"), ast.Pow: ("**", "power")}
+_OPERATORS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "**": "power"}
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
@@ -70,7 +68,7 @@ def read_arithmetic(question: str) -> str | None:
     if len(numbers) < 2:
         return None
     expression = numbers[0].group()
-    for before, number in zip(numbers, numbers[1:]):
+    for before, number in zip(numbers, numbers[1:], strict=False):
         between = question[before.end():number.start()].lower()
         op = next((op for words, op in _WORDS if re.search(rf"\b{words}\b", between)), None)
         if op is None:
@@ -81,27 +79,79 @@ def read_arithmetic(question: str) -> str | None:
 
 def _parses(expression: str) -> bool:
     try:
-        return isinstance(ast.parse(expression, mode="eval").body, ast.BinOp)
-    except SyntaxError:
+        return bool(operations(expression))
+    except ValueError:
         return False
+
+
+_TOKEN = re.compile(r"\s*(\d+(?:\.\d+)?|\*\*|[-+*/()])")
 
 
 def operations(expression: str) -> list[tuple[str, Any, Any]]:
     """The expression's binary operations in the order they can be computed: ``(op, left, right)`` where an
-    operand is a number or ``("result", k)``, the result of operation ``k``."""
-    ops: list[tuple[str, Any, Any]] = []
+    operand is a number or ``("result", k)``, the result of operation ``k``.
 
-    def visit(node: ast.expr) -> Any:
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-            left, right = visit(node.left), visit(node.right)
-            ops.append((_OPERATORS[type(node.op)][0], left, right))
+    A small recursive-descent parser (``+ -`` below ``* /`` below a right-associative ``**``, parentheses),
+    not ``ast.parse``: the responder also runs in DBOS's and LiteLLM's threads, and CPython 3.11's AST
+    constructor is not safe to use from several threads at once ("AST constructor recursion depth mismatch")."""
+    tokens, ops = _tokens(expression), []
+
+    def binary(operand: Callable[[], Any], operators: tuple[str, ...]) -> Any:
+        left = operand()
+        while tokens and tokens[0] in operators:
+            op = tokens.pop(0)
+            ops.append((op, left, operand()))
+            left = ("result", len(ops) - 1)
+        return left
+
+    def power() -> Any:
+        base = atom()
+        if tokens and tokens[0] == "**":
+            tokens.pop(0)
+            ops.append(("**", base, power()))
             return ("result", len(ops) - 1)
-        raise ValueError(f"not arithmetic: {ast.unparse(node)}")
+        return base
 
-    visit(ast.parse(expression, mode="eval").body)
+    def atom() -> Any:
+        if not tokens:
+            raise ValueError(f"not arithmetic: {expression!r}")
+        token = tokens.pop(0)
+        if token == "(":
+            inner = binary(lambda: binary(power, ("*", "/")), ("+", "-"))
+            if not tokens or tokens.pop(0) != ")":
+                raise ValueError(f"unbalanced parentheses: {expression!r}")
+            return inner
+        if _NUMBER.fullmatch(token):
+            return _number(token)
+        raise ValueError(f"not arithmetic: {expression!r}")
+
+    binary(lambda: binary(power, ("*", "/")), ("+", "-"))
+    if tokens:
+        raise ValueError(f"not arithmetic: {expression!r}")
     return ops
+
+
+def _tokens(expression: str) -> list[str]:
+    tokens, at = [], 0
+    while at < len(expression.rstrip()):
+        match = _TOKEN.match(expression, at)
+        if match is None:
+            raise ValueError(f"not arithmetic: {expression!r}")
+        tokens.append(match[1])
+        at = match.end()
+    return tokens
+
+
+def _value(expression: str) -> int | float:
+    """The value of the question's arithmetic, computed from its operations."""
+    apply = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+             "/": lambda a, b: a / b, "**": lambda a, b: a ** b}
+    values: list[Any] = []
+    for op, left, right in operations(expression):
+        a, b = (values[v[1]] if isinstance(v, tuple) else v for v in (left, right))
+        values.append(apply[op](a, b))
+    value = values[-1]
+    return int(value) if float(value).is_integer() else value
 
 
 def _tool_names(request: ModelRequest) -> dict[str, dict[str, Any]]:
@@ -134,7 +184,7 @@ def agent_reply(request: ModelRequest) -> ModelReply:
         ops = operations(expression)
         if len(results) < len(ops):
             op, left, right = ops[len(results)]
-            name = next(n for o, n in _OPERATORS.values() if o == op)
+            name = _OPERATORS[op]
             if name in tools:
                 operand = lambda v: _number(results[v[1]]) if isinstance(v, tuple) else v  # noqa: E731
                 a, b = _params(tools[name])[:2]
@@ -144,8 +194,9 @@ def agent_reply(request: ModelRequest) -> ModelReply:
             match = re.search(pattern, question, re.IGNORECASE)
             if match and name in tools:
                 return tool_call(name, arguments(match))
-    if TERMINAL not in tools:  # a graph whose decision offers no respond_to_user: end with its first tool
-        return tool_calls((next(iter(tools)), {}))
+    if TERMINAL not in tools:
+        raise ValueError(f"the tour model does not know how to end a run with the tools {sorted(tools)}: "
+                         "add a branch to tests/docs/tour_model.py:respond")
     return tool_call(TERMINAL, response=str(results[-1]) if results else answer_text(question))
 
 
@@ -153,9 +204,7 @@ def answer_text(question: str) -> str:
     """A plain-text answer: the value of the question's arithmetic, else a sentence naming the question."""
     expression = read_arithmetic(question)
     if expression is not None:
-        from llamabot.toolkits.calculator import calculate
-
-        return str(calculate(expression))
+        return str(_value(expression))
     return f"A scripted answer to: {question}"
 
 
@@ -175,7 +224,7 @@ def plan_reply(request: ModelRequest) -> ModelReply:
         if "calculate" in tools:
             name, arguments = "calculate", {"expression": f"{operand(left)} {op} {operand(right)}"}
         else:
-            name = next(n for o, n in _OPERATORS.values() if o == op)
+            name = _OPERATORS[op]
             a, b = tools[name]["properties"]["input"]["required"][:2]
             arguments = {a: operand(left), b: operand(right)}
         atom = {"id": index, "kind": "tool", "name": name, "input": arguments, "dependsOn": depends}
