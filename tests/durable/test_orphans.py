@@ -2,7 +2,7 @@
 deployment); the live workers notice the dead executors' silence and recover their runs, exactly once even while
 three of them race to. Real PostgreSQL, real worker processes.
 
-Sized for 2 shared cores: 120 runs of two tool calls, three workers, three kills (about 30-60 s). The seed of the
+Sized for 2 shared cores: 200 runs of two tool calls, three workers, three kills (about 30-60 s). The seed of the
 kill schedule is printed; ``DURABLE_CHAOS_SEED=N`` replays one.
 """
 
@@ -19,7 +19,7 @@ from llamabot.durable import list_runs, wait_result
 from llamabot.durable.runs import client
 from tests.durable.workers import Worker, enqueue_runs
 
-RUNS, KILLS, CONCURRENCY = 120, 3, 10
+RUNS, KILLS, CONCURRENCY = 200, 3, 10
 RECOVERED = re.compile(r"^recovered run (\S+) of dead executor (\S+)$", re.MULTILINE)
 
 
@@ -63,17 +63,18 @@ def test_dur_orph_010_killed_workers_never_come_back_and_every_run_finishes_once
     finally:
         for worker in live:
             worker.stop(signal.SIGTERM)
-    print(f"{RUNS} runs, kills {killed}: {time.monotonic() - started:.1f} s")
+    done = Counter(effects.read_text().splitlines())
+    recoveries = Counter(m for w in everyone for m in RECOVERED.findall(w.text()))
+    print(f"{RUNS} runs, kills {killed}: {time.monotonic() - started:.1f} s, {len(recoveries)} recoveries, "
+          f"{sum(n - 1 for n in done.values())} effects repeated")
 
     assert results == {i: f"{i} -> recorded 1; recorded 2" for i in ids}
     assert Counter(r.status for r in list_runs(db, limit=2 * RUNS)) == Counter({"SUCCESS": RUNS})
     # Recovery, exactly once: each run of a dead executor was resumed by one live worker, never by two.
-    recoveries = Counter(m for w in everyone for m in RECOVERED.findall(w.text()))
     assert recoveries and set(recoveries.values()) == {1}, recoveries
     assert {executor for _, executor in recoveries} <= set(killed)
     # Every tool call's effect happened; an attempt cut by a kill between its effect and its checkpoint ran again
     # (at least once for the step in flight), at most once per run in flight on a killed worker...
-    done = Counter(effects.read_text().splitlines())
     assert set(done) == {f"{i}|{step}" for i in ids for step in (1, 2)}
     assert sum(n - 1 for n in done.values()) <= KILLS * CONCURRENCY, done
     # ...and both executions of such an attempt carried the same (run id, step number): a tool keyed by it
