@@ -9,7 +9,9 @@ It reads the request, not the README: which bot asks is told by the request's sh
   back from the tool message), then ``respond_to_user`` with the last result. An AoT plan has one atom per
   operation (``calculate`` atoms when the plan offers it, else ``add``/``multiply``/...).
 - Other tool requests follow :data:`INTENTS` (a regular expression over the question and the tool call it
-  asks for); with no match, the agent answers with ``respond_to_user`` at once.
+  asks for); else a tool of the user's that takes only text (a search, another agent made a tool with
+  ``as_tool``) is asked the question once; else the agent answers with ``respond_to_user`` at once. The answer
+  is the last tool result, or a value of the run's ``output_type`` schema when ``respond_to_user`` asks one.
 - Structured output (a JSON schema) is filled from the question: strings from its capitalised words in order,
   numbers from its numbers. ToT's game-of-24 schemas are answered by the Game-of-24 oracle of the ToT tests;
   ANoT's three phases by :func:`anot_reply`.
@@ -29,9 +31,11 @@ from typing import Any
 
 from llamabot.models.reply import ModelReply, ModelRequest
 from llamabot.models.scripted import ScriptedModel, json_reply, text, tool_call
+from llamabot.tools.defaults import DEFAULT_TOOLS
 from tests.reasoning.tot.helpers import game24_oracle
 
 TERMINAL = "respond_to_user"
+_DEFAULT_TOOLS = {t.__name__ for t in DEFAULT_TOOLS}  # every agent has them; the tour model calls only respond_to_user
 
 #: Tool calls read from the question: (pattern, tool, arguments from the match). The first whose tool is offered
 #: and whose pattern matches the last user message is called once; then the agent answers with its result.
@@ -91,9 +95,7 @@ def operations(expression: str) -> list[tuple[str, Any, Any]]:
     """The expression's binary operations in the order they can be computed: ``(op, left, right)`` where an
     operand is a number or ``("result", k)``, the result of operation ``k``.
 
-    A small recursive-descent parser (``+ -`` below ``* /`` below a right-associative ``**``, parentheses),
-    not ``ast.parse``: the responder also runs in DBOS's and LiteLLM's threads, and CPython 3.11's AST
-    constructor is not safe to use from several threads at once ("AST constructor recursion depth mismatch")."""
+    A small recursive-descent parser: ``+ -`` below ``* /`` below a right-associative ``**``, and parentheses."""
     tokens, ops = _tokens(expression), []
 
     def binary(operand: Callable[[], Any], operators: tuple[str, ...]) -> Any:
@@ -189,15 +191,30 @@ def agent_reply(request: ModelRequest) -> ModelReply:
                 operand = lambda v: _number(results[v[1]]) if isinstance(v, tuple) else v  # noqa: E731
                 a, b = _params(tools[name])[:2]
                 return tool_call(name, {a: operand(left), b: operand(right)})
-    elif not results:
+    if not results:
         for pattern, name, arguments in INTENTS:
             match = re.search(pattern, question, re.IGNORECASE)
             if match and name in tools:
                 return tool_call(name, arguments(match))
+        for name, tool in tools.items():  # a tool that takes text (search, another agent...): ask it the question
+            properties = tool.get("parameters", {}).get("properties", {})
+            if name not in _DEFAULT_TOOLS and properties and all(p.get("type") == "string" for p in properties.values()):
+                return tool_call(name, {parameter: question for parameter in properties})
     if TERMINAL not in tools:
         raise ValueError(f"the tour model does not know how to end a run with the tools {sorted(tools)}: "
                          "add a branch to tests/docs/tour_model.py:respond")
-    return tool_call(TERMINAL, response=str(results[-1]) if results else answer_text(question))
+    return tool_call(TERMINAL, response=final_response(tools[TERMINAL], results, question))
+
+
+def final_response(terminal: dict[str, Any], results: list[Any], question: str) -> Any:
+    """``respond_to_user``'s ``response``: the last tool result (or the answer to the question) as text, or, when
+    the run has an ``output_type``, a value of its schema (numbers from the tool results, then the question)."""
+    parameters = terminal.get("parameters", {})
+    schema = parameters.get("properties", {}).get("response", {})
+    if schema.get("type", "string") == "string" and "$ref" not in schema and "anyOf" not in schema:
+        return str(results[-1]) if results else answer_text(question)
+    numbers = [str(r) for r in results if _NUMBER.fullmatch(str(r).strip())][::-1]
+    return fill(schema, question, numbers, parameters.get("$defs", {}))
 
 
 def answer_text(question: str) -> str:
@@ -235,22 +252,33 @@ def plan_reply(request: ModelRequest) -> ModelReply:
     return json_reply({"atoms": atoms})
 
 
-def fill(schema: dict[str, Any], question: str) -> Any:
-    """A value of a JSON ``schema`` read from the question: its capitalised words fill the strings in order, its
-    numbers the numbers."""
+def fill(schema: dict[str, Any], question: str, numbers: list[str] = (), defs: dict[str, Any] | None = None) -> Any:
+    """A value of a JSON ``schema`` read from the question: its capitalised words fill the strings in order,
+    ``numbers`` and then its own numbers the numbers. ``defs``: the ``$defs`` its ``$ref``s point to (the
+    schema's own when absent)."""
+    defs = {**schema.get("$defs", {}), **(defs or {})}
     words = iter(re.findall(r"\b[A-Z][a-zA-Z]+\b", question))
-    numbers = iter(_NUMBER.findall(question))
+    found = iter([*numbers, *_NUMBER.findall(question)])
 
     def value(sub: dict[str, Any]) -> Any:
+        if "$ref" in sub:
+            return value(defs[sub["$ref"].rsplit("/", 1)[-1]])
+        if "anyOf" in sub:
+            return value(next((o for o in sub["anyOf"] if o.get("type") != "null"), sub["anyOf"][0]))
+        if "const" in sub or "enum" in sub:
+            return sub.get("const", (sub.get("enum") or [None])[0])
         kind = sub.get("type")
         if kind == "object":
             return {name: value(prop) for name, prop in sub.get("properties", {}).items()}
         if kind == "array":
             return [value(sub.get("items", {}))]
         if kind in ("integer", "number"):
-            return _number(next(numbers, "0"))
+            number = _number(next(found, "0"))
+            return int(number) if kind == "integer" else number
         if kind == "boolean":
             return True
+        if kind == "null":
+            return None
         return next(words, "unknown")
 
     return value(schema)
