@@ -28,6 +28,7 @@ from llamabot.observe.hooks import RunHooks
 from llamabot.observe.usage import UsageLimits
 from llamabot.tools.approval import Approver
 from llamabot.tools.defaults import DEFAULT_TOOLS
+from llamabot.tools.output import output_classes, output_tool, typed_output
 from llamabot.tools.tool import DECIDE, Tool, as_tool
 
 DEFAULT_AGENT_PROMPT = (
@@ -64,7 +65,10 @@ class AgentBot(AgentRuns, GraphBot):
     with :class:`~llamabot.graph.approval.ApprovalRequired` (continue it with ``bot.resume(paused, decisions)``).
     ``max_parallel_tools``: in async runs, how many independent calls of one reply may run at once (their
     results still reach the model in its order; 1: one at a time, as sync runs always do; see
-    :mod:`llamabot.graph.parallel_calls`). An unknown keyword is a ``TypeError``.
+    :mod:`llamabot.graph.parallel_calls`). ``output_type``: the run returns a validated instance of it (a pydantic
+    model, dataclass, TypedDict or any type pydantic validates): ``respond_to_user``'s ``response`` is typed, an
+    invalid answer is shown to the model (``max_errors`` times), then :class:`StructuredOutputError` (see
+    :mod:`llamabot.tools.output`). An unknown keyword is a ``TypeError``.
 
     ``bot(query)`` keeps the conversation on the bot (``bot.memory``, for notebooks); ``await bot.arun(query)``
     keeps nothing between calls unless the caller passes ``memory`` (a list it owns), so any number of concurrent
@@ -88,6 +92,7 @@ class AgentBot(AgentRuns, GraphBot):
         usage_limits: UsageLimits | None = None,
         approver: Approver | None = None,
         max_parallel_tools: int = 8,
+        output_type: Any = None,
     ):
         super().__init__(hooks=hooks, usage_limits=usage_limits, approver=approver)
         not_a_model(type(self).__name__, "tools", tools)
@@ -96,6 +101,14 @@ class AgentBot(AgentRuns, GraphBot):
         check_shared(type(self).__name__, system_prompt=system_prompt, prompt_optional=True)
         settings = bot_settings(self, model_settings)
         self.tools = merge_tools(tools)
+        self.output_type = output_type
+        if output_type is not None:  # the answer is delivered as a validated output_type (tools.output)
+            if any(as_tool(t).name == RESPOND for t in tools):
+                raise TypeError(f"{type(self).__name__}: give output_type= or a {RESPOND} tool of your own, not both")
+            self.tools[RESPOND] = output_tool(output_type)
+            del self.tools["return_object_to_user"]  # it would return any object, whatever the output type
+            self.output_adapter = typed_output(self.tools[RESPOND])
+            self.state_classes = output_classes(output_type)  # a typed answer in a checkpoint is restored
         self.model = get_model(model)
         self.model_name = self.model.name
         self.model_settings = settings

@@ -153,10 +153,11 @@ def step_printer():  # noqa: ANN201 - rich and the hook base load with the comma
 
         def on_model_call_end(self, span, state) -> None:  # noqa: ANN001
             if self.depth == 1:
-                self._show(self.answers.finish(span.span_id))
+                for piece in self.answers.finish(span.span_id):
+                    self._show(piece)
 
-        def _show(self, text: str) -> None:
-            if text:
+        def _show(self, text: object) -> None:
+            if text and isinstance(text, str):  # the agent's text answer (the CLI's agents have no output type)
                 self.streamed.append(text)
                 console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
 

@@ -4,7 +4,8 @@ Rules (see docs/design/agentbot/reference-graph-EARS.md):
 - every valid tool call in the reply is queued, in order, and runs without a new model call;
 - an invalid call (unknown tool, bad JSON, arguments that do not match the schema) gets an error result the
   model sees on its next turn;
-- a reply with text but no tool call is routed to ``respond_to_user`` (when registered);
+- a reply with text but no tool call is routed to ``respond_to_user`` (when registered; a typed one validates the
+  text as its answer first);
 - a reply with neither raises ``ValueError`` with a hint for the model family.
 """
 
@@ -12,9 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic_core import from_json
+
 from llamabot.bot.toolbot import ToolBotReply
+from llamabot.errors import ToolArgumentsError
 from llamabot.graph.agent_state import PendingCall
-from llamabot.models.messages import Message, tool_result
+from llamabot.models.messages import Message, tool_result, user
+from llamabot.tools.output import typed_output
+from llamabot.tools.tool import Tool
 
 RESPOND = "respond_to_user"
 
@@ -58,6 +64,9 @@ def decide(reply: ToolBotReply, tool_names: set[str] | dict, model_family: str) 
         return decision
     text = (reply.content or "").strip()
     if text and RESPOND in tool_names:
+        respond = tool_names[RESPOND] if isinstance(tool_names, dict) else None
+        if typed_output(respond) is not None:  # a typed answer (output_type=): the text must be one
+            return _typed_text(decision, respond, text)
         decision.calls.append(PendingCall("text_reply", RESPOND, {"response": text}, text, synthetic=True))
         return decision
     if text:
@@ -68,3 +77,22 @@ def decide(reply: ToolBotReply, tool_names: set[str] | dict, model_family: str) 
     raise ValueError(
         "the model returned neither a tool call nor text. " + _FAMILY_HINTS.get(model_family, _FAMILY_HINTS["remote"])
     )
+
+
+def _typed_text(decision: Decision, respond: Tool, text: str) -> Decision:
+    """A text reply where the answer is typed: the text (JSON, or else the text itself) validated as the answer;
+    when it is not one, the error is shown to the model, which is asked again."""
+    try:
+        value = from_json(text)
+    except ValueError:
+        value = text
+    try:
+        arguments = respond.validate({"response": value})
+    except ToolArgumentsError as exc:
+        decision.errors.append(str(exc))
+        decision.failed_raw = (RESPOND, text)
+        decision.messages.append(user(f"Error: {exc}. Give your final answer by calling {RESPOND} with a response "
+                                      "that matches its schema."))
+        return decision
+    decision.calls.append(PendingCall("text_reply", RESPOND, arguments, text, synthetic=True))
+    return decision

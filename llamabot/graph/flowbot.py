@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from llamabot.graph.agent_state import answer_open_calls, new_run_state, restored_run_state
 from llamabot.graph.approval import ApprovalRequired
 from llamabot.graph.decision import RESPOND
@@ -38,6 +40,7 @@ from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, current_run
 from llamabot.observe.usage import UsageLimits
 from llamabot.tools.approval import Approver
+from llamabot.tools.output import checked_output, output_classes, typed_output
 from llamabot.tools.tool import Tool
 
 
@@ -56,9 +59,14 @@ class AgentRuns:
         globals_dict = options.get("globals_dict")
         return {"globals_dict": globals_dict if globals_dict is not None else {}}
 
+    #: the run's output type's validator (``output_type=``), or ``None``: any terminal tool's value is the result
+    output_adapter: TypeAdapter[Any] | None = None
+
     def result(self, state: dict[str, Any], trace: Trace) -> Any:
         if not state["_done"]:  # cannot happen with the strict flow; never return a stale or missing result
             raise RuntimeError(f"run {state['trace_id']} ended without a terminal tool")
+        if self.output_adapter is not None:  # whichever terminal tool ended the run, the result is of the type
+            return checked_output(self.output_adapter, state["result"], "the terminal tool")
         return state["result"]
 
     def failed(self, state: dict[str, Any], error: BaseException) -> None:
@@ -117,6 +125,9 @@ class AgentFlowBot(AgentRuns, FlowBot):
         respond = self.tools.get(RESPOND)
         if respond is not None and "response" in respond.parameters.get("properties", {}):
             self.answer_arguments = {RESPOND: "response"}
+        self.output_adapter = typed_output(respond)  # a typed respond_to_user (tools.output): the run's type
+        if self.output_adapter is not None:
+            self.state_classes = output_classes(respond.func.output_type)  # type: ignore[union-attr]
 
 
 def from_flow(start: Any, *, state: Callable[[Any], dict[str, Any]] | None = None,

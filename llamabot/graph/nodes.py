@@ -16,7 +16,7 @@ from typing import Any
 from loguru import logger
 
 from llamabot.bot.toolbot import ToolBot, ToolBotReply
-from llamabot.errors import LlamabotError, excerpt
+from llamabot.errors import LlamabotError, StructuredOutputError, excerpt
 from llamabot.graph.agent_state import PendingCall, answer_open_calls, conversation_window
 from llamabot.graph.agent_tool import NESTED, keep_nested, nested_context
 from llamabot.graph.approval import (
@@ -36,6 +36,7 @@ from llamabot.models.seam import model_family
 from llamabot.observe.tracing import active_run, current_run, current_span
 from llamabot.tools.call import ToolOutcome, ainvoke_validated, invoke_validated, shown
 from llamabot.tools.context import APPROVAL, CALL_ID, DEPS
+from llamabot.tools.output import typed_output
 from llamabot.tools.tool import DECIDE, Tool, as_tool, build_tool
 
 _NAME = attrgetter("name")
@@ -180,6 +181,8 @@ class DecideNode(DualNode):
                 if shared["_errors"] > self.max_errors:
                     tool, raw = decision.failed_raw or ("?", "")
                     answer_open_calls(shared["memory"], shared["_run_start"], "Not run: the run failed.")
+                    if tool == RESPOND and typed_output(self.toolbot.tools.get(RESPOND)) is not None:
+                        raise StructuredOutputError("the run's output_type", shared["_errors"], raw, decision.errors)
                     raise ValueError(
                         f"the model made {shared['_errors']} invalid tool calls in a row; last: tool {tool!r} "
                         f"with arguments {excerpt(raw)}: {'; '.join(decision.errors)}"

@@ -24,11 +24,21 @@ GROWTH = 8
 MIN_STEP = 1
 
 
+class PartialOutput:
+    """A typed answer as written so far (``value``: the JSON read so far, not yet validated: the last strings may be
+    cut short, fields missing)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+
 class AnswerStream:
     """The answer argument of one tool call being written. ``answers`` maps tool names to the argument that
     holds their answer; ``name`` is the call's tool when known (``None``: a document that names it)."""
 
-    __slots__ = ("answers", "name", "document", "text", "pending", "size", "read_at", "sent")
+    __slots__ = ("answers", "name", "document", "text", "pending", "size", "read_at", "sent", "last")
 
     def __init__(self, answers: Mapping[str, str], name: str | None, document: bool):
         self.answers, self.name, self.document = answers, name, document
@@ -37,26 +47,33 @@ class AnswerStream:
         self.size = 0  # characters of the call so far
         self.read_at = 0  # ... at the last read
         self.sent = 0  # characters of the answer already given back
+        self.last: PartialOutput | None = None  # a typed answer: the value last given back
 
-    def feed(self, text: str) -> str:
-        """Add the next piece of the call; the answer text that became known (often ``""``)."""
+    def feed(self, text: str) -> str | PartialOutput:
+        """Add the next piece of the call; the answer text that became known (often ``""``), or for a typed
+        answer the value written so far when it changed."""
         self.pending.append(text)
         self.size += len(text)
         if self.size - self.read_at < max(MIN_STEP, self.read_at // GROWTH):
             return ""
         return self._read()
 
-    def finish(self) -> str:
+    def finish(self) -> str | PartialOutput:
         """The rest of the answer, once the call is complete."""
         return self._read()
 
-    def _read(self) -> str:
+    def _read(self) -> str | PartialOutput:
         if self.pending:
             self.text += "".join(self.pending)
             self.pending.clear()
         self.read_at = self.size
         value = self._answer(self.text)
-        if not isinstance(value, str) or len(value) <= self.sent:
+        if not isinstance(value, str):  # a typed answer (an object, a list, a number): the value so far, if new
+            if value is None or (self.last is not None and self.last.value == value):
+                return ""
+            self.last = PartialOutput(value)
+            return self.last
+        if len(value) <= self.sent:
             return ""
         piece, self.sent = value[self.sent:], len(value)
         return piece
@@ -88,7 +105,7 @@ class AnswerStreams:
         self.answers = answers
         self.calls: dict[int, dict[int, AnswerStream]] = {}
 
-    def feed(self, span_id: int, delta: ToolCallDelta) -> str:
+    def feed(self, span_id: int, delta: ToolCallDelta) -> str | PartialOutput:
         calls = self.calls.setdefault(span_id, {})
         stream = calls.get(delta.index)
         if stream is None:
@@ -97,6 +114,6 @@ class AnswerStreams:
             stream.name = delta.name
         return stream.feed(delta.text)
 
-    def finish(self, span_id: int) -> str:
+    def finish(self, span_id: int) -> list[str | PartialOutput]:
         calls = self.calls.pop(span_id, None)
-        return "".join(stream.finish() for _, stream in sorted(calls.items())) if calls else ""
+        return [stream.finish() for _, stream in sorted(calls.items())] if calls else []

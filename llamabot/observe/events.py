@@ -6,14 +6,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from llamabot.observe.answer_stream import AnswerStreams
+from llamabot.observe.answer_stream import AnswerStreams, PartialOutput
 from llamabot.observe.hooks import RunHooks, ToolCallDelta
 
 if TYPE_CHECKING:
     from llamabot.observe.tracing import Span
 
-EventKind = Literal["run_started", "node", "decision", "tool_started", "tool_finished", "token", "final_answer",
-                    "approval_required", "error"]
+EventKind = Literal["run_started", "node", "decision", "tool_started", "tool_finished", "token", "partial_output",
+                    "final_answer", "approval_required", "error"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -28,6 +28,8 @@ class RunEvent:
     - ``token``: ``delta``, a piece of streamed model output: text the model writes (``answer`` false), or a piece
       of the final answer decoded from the arguments of a terminal tool as the model writes them (``answer``
       true: ``respond_to_user``'s ``response``; see ``GraphBot.answer_arguments``);
+    - ``partial_output``: ``output``, a typed answer (``output_type=``) as written so far: the JSON value read from
+      the partial arguments (not validated yet; the validated object is the ``final_answer``'s ``result``);
     - ``final_answer``: ``result``, ``usage`` (the run's requests, input/output tokens and cost, a dict);
     - ``approval_required``: ``requests`` (the tool calls waiting for a decision: ``call_id``, ``tool``,
       ``arguments``), ``paused`` (the :class:`~llamabot.graph.approval.PausedRun` as JSON, for ``bot.resume``),
@@ -75,7 +77,8 @@ class EventHook(RunHooks):
             return
         if span.category == "model_call":
             if self.answers is not None:
-                self._answer(span, self.answers.finish(span.span_id))
+                for piece in self.answers.finish(span.span_id):
+                    self._answer(span, piece)
             return
         attributes = span.attributes
         if span.category == "tool_call":
@@ -103,6 +106,8 @@ class EventHook(RunHooks):
         if self.depth == 1 and self.answers is not None:
             self._answer(span, self.answers.feed(span.span_id, delta))
 
-    def _answer(self, span: Span, text: str) -> None:
-        if text:
-            self.sink(RunEvent("token", span.trace_id, {"delta": text, "answer": True}))
+    def _answer(self, span: Span, piece: str | PartialOutput) -> None:
+        if type(piece) is PartialOutput:
+            self.sink(RunEvent("partial_output", span.trace_id, {"output": piece.value}))
+        elif piece:
+            self.sink(RunEvent("token", span.trace_id, {"delta": piece, "answer": True}))

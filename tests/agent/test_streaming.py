@@ -12,7 +12,7 @@ import pytest
 
 from llamabot import AgentBot, AsyncAgentBot, ScriptedModel, tool
 from llamabot.models.scripted import text, tool_call
-from llamabot.observe.answer_stream import AnswerStreams
+from llamabot.observe.answer_stream import AnswerStreams, PartialOutput
 from llamabot.observe.hooks import CallbackHook, ToolCallDelta
 from llamabot.toolkits.calculator import add
 
@@ -97,20 +97,21 @@ def test_agt_stream_060_the_decoder_gives_the_same_text_whatever_the_piece_size(
     streams = AnswerStreams({"respond_to_user": "response"})
     got = [streams.feed(7, ToolCallDelta(0, "respond_to_user" if i == 0 else None, arguments[i:i + piece]))
            for i in range(0, len(arguments), piece)]
-    assert "".join(got) + streams.finish(7) == ANSWER
+    assert "".join(got) + "".join(streams.finish(7)) == ANSWER
     # a whole call written as one document (the embedded model's form) decodes the same
     document = json.dumps({"name": "respond_to_user", "arguments": {"response": ANSWER}})
     got = [streams.feed(8, ToolCallDelta(0, None, document[i:i + piece], document=True))
            for i in range(0, len(document), piece)]
-    assert "".join(got) + streams.finish(8) == ANSWER and streams.calls == {}
+    assert "".join(got) + "".join(streams.finish(8)) == ANSWER and streams.calls == {}
 
 
 def test_agt_stream_070_calls_of_other_tools_and_malformed_pieces_give_no_answer_text():
     streams = AnswerStreams({"respond_to_user": "response"})
     assert streams.feed(1, ToolCallDelta(0, "add", '{"response": "not an answer"}')) == ""
     assert streams.feed(1, ToolCallDelta(1, "respond_to_user", "}{ not json")) == ""
-    assert streams.feed(1, ToolCallDelta(2, "respond_to_user", '{"response": 42}')) == ""
-    assert streams.finish(1) == ""
+    typed = streams.feed(1, ToolCallDelta(2, "respond_to_user", '{"response": 42}'))
+    assert type(typed) is PartialOutput and typed.value == 42  # a typed answer (output_type=), not text
+    assert streams.finish(1) == ["", "", ""]
 
 
 def test_agt_stream_080_decoding_a_long_answer_in_tiny_pieces_reads_linear_text():
@@ -119,7 +120,7 @@ def test_agt_stream_080_decoding_a_long_answer_in_tiny_pieces_reads_linear_text(
     streams = AnswerStreams({"respond_to_user": "response"})
     out = [streams.feed(1, ToolCallDelta(0, "respond_to_user" if i == 0 else None, char))
            for i, char in enumerate(arguments)]
-    out.append(streams.finish(1))
+    out.extend(streams.finish(1))
     assert "".join(out) == answer
     reads = len([p for p in out if p])
     # re-read only after 1/8 growth: about log(n)/log(9/8) reads, not one per character
