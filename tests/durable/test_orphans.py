@@ -88,3 +88,32 @@ def test_dur_orph_010_killed_workers_never_come_back_and_every_run_finishes_once
     # Every completed model call was sent once; only a call cut by a kill was sent again.
     ends = Counter(line for line in model_log.read_text().splitlines() if "|end " in line)
     assert len(ends) == 3 * RUNS and sum(n - 1 for n in ends.values()) <= KILLS * CONCURRENCY
+
+
+def test_dur_orph_030_of_racing_claims_on_one_dead_executor_exactly_one_wins(db_url):
+    """DUR-ORPH-030 on SQLite and PostgreSQL: eight threads claim the recovery of one executor at the same
+    instant; one wins, the claim then holds for the timeout, and expires after it."""
+    import threading
+
+    from llamabot.durable.executors import claim, claim_holder, executors_engine
+    from llamabot.durable.runs import client
+
+    with client(db_url):  # creates the database
+        pass
+    with executors_engine(db_url) as engine:
+        barrier, won = threading.Barrier(8), []
+
+        def race(i: int) -> None:
+            barrier.wait()
+            if claim(engine, "dead-1", f"worker-{i}", 60):
+                won.append(f"worker-{i}")
+
+        threads = [threading.Thread(target=race, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(won) == 1 and claim_holder(engine, "dead-1")[0] == won[0]
+        assert not claim(engine, "dead-1", "late", 60)  # held for the timeout
+        time.sleep(1.1)
+        assert claim(engine, "dead-1", "after", 1)  # then another worker may take it
