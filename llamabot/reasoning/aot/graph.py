@@ -38,6 +38,7 @@ from llamabot.reasoning.aot.result import AoTResult, run_usage
 from llamabot.reasoning.aot.samples import SAMPLE, VOTE, new_aot_state
 from llamabot.reasoning.aot.validate import validate_plan
 from llamabot.tools.approval import Approver
+from llamabot.tools.output import checked_output, output_adapter
 from llamabot.tools.tool import Tool, as_tool
 
 
@@ -75,6 +76,8 @@ class AoTBot(GraphBot):
     and computes each expression (:mod:`llamabot.toolkits.expression`, never ``eval``). Default (``None``): on
     with the default tools (it measured best, see the AoT design's evaluation results), off when you give your own
     ``tools`` or ask for ``subquestions``; ``expressions=False`` plans with the separate calculator tools.
+    ``output_type``: the result's ``answer`` is validated as this type (pydantic's lax mode: ``"437"`` is ``437``
+    for ``int``), else :class:`StructuredOutputError`.
     """
 
     @strict_options
@@ -95,9 +98,11 @@ class AoTBot(GraphBot):
         hooks: Iterable[RunHooks] = (),
         usage_limits: UsageLimits | None = None,
         approver: Approver | None = None,
+        output_type: Any = None,
     ):
         super().__init__(hooks=hooks, usage_limits=usage_limits, approver=approver)
         not_a_model(type(self).__name__, "tools", tools)
+        self.output_adapter = output_adapter(output_type) if output_type is not None else None
         if isinstance(tools, (str, bytes)):
             raise TypeError(f"{type(self).__name__}(tools=...) takes an iterable of tools, got a string")
         completion_kwargs = bot_settings(self, model_settings)
@@ -165,8 +170,11 @@ class AoTBot(GraphBot):
         _close_threads()
         record: ExecutionRecord = shared["record"]
         votes = shared["vote"]["votes"] if shared["vote"] else 1
+        answer = record.answer
+        if self.output_adapter is not None:  # output_type=: the computed answer, validated (lax: "437" -> 437)
+            answer = checked_output(self.output_adapter, answer, "the plan's final atom")
         return AoTResult(
-            record.answer,
+            answer,
             shared["plan"],
             record,
             trace,

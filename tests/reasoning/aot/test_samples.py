@@ -4,6 +4,7 @@ answer wins (ties: the earliest sample). The vote itself is pure and tested with
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -140,3 +141,15 @@ def test_aot_sc_010_the_sample_and_vote_edges_exist_only_with_samples():
     for node in (many.plan_node, many.report_node, many.compensate_node):
         assert node.successors["sample"] is many.plan_node and node.successors["vote"] is many.vote_node
     assert '-->|"vote"|' in str(many.to_mermaid())
+
+
+def test_aot_out_010_output_type_validates_the_answer():
+    """AoTBot(output_type=T): the computed answer is a T (lax: 437.0 is 437), or StructuredOutputError."""
+    from llamabot.errors import StructuredOutputError
+
+    plan = {"atoms": [{"id": 1, "kind": "tool", "name": "multiply", "input": {"a": 23, "b": 19}, "dependsOn": []},
+                      {"id": 2, "kind": "final", "name": "report", "dependsOn": [1]}]}
+    result = AoTBot(expressions=False, model=ScriptedModel([json.dumps(plan)]), output_type=int)("23 * 19?")
+    assert result.answer == 437 and type(result.answer) is int
+    with pytest.raises(StructuredOutputError, match="bool"):
+        AoTBot(expressions=False, model=ScriptedModel([json.dumps(plan)]), output_type=bool)("23 * 19?")
