@@ -27,6 +27,11 @@ executes them:
 - ``GET /runs/{run_id}`` -> ``{"run_id", "status", "answer", "error", "waiting"}`` (``status``: ``ENQUEUED``,
   ``PENDING``, ``SUCCESS``, ``ERROR``...; ``waiting``: the tool call that waits for a person's approval); 404 for
   an unknown id.
+- Shutdown (SIGTERM, Ctrl-C): after uvicorn has answered the open requests, the lifespan stops the durable
+  runtime gracefully: no new run is dequeued, the steps in flight get ``grace_s`` (default
+  ``$LLAMABOT_DURABLE_GRACE_S``, 20 s) to finish and be recorded, the other runs stay PENDING (never ERROR) and
+  the next process or a worker on the database goes on with them. ``Durable(..., recover_orphans=True)`` makes
+  the service also recover the runs of workers that died.
 
 Request size is bounded: a question longer than ``MAX_QUESTION_CHARS`` (8,000) is rejected with 422; a body
 larger than ``MAX_BODY_BYTES`` (64 kB) with 413, whatever its framing: a ``Content-Length`` over the limit is
@@ -45,6 +50,7 @@ default model) is built on the first request, so importing this module loads no 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
@@ -158,10 +164,13 @@ def _event_line(kind: str, trace_id: str, data: dict[str, Any]) -> str:
     return json.dumps({"kind": kind, "trace_id": trace_id, "data": data}, default=str) + "\n"
 
 
-def create_app(bot: AsyncAgentBot | None = None, durable: Any = None) -> FastAPI:
+def create_app(bot: AsyncAgentBot | None = None, durable: Any = None, *, grace_s: float | None = None) -> FastAPI:
     """The service around ``bot``; without one, ``AsyncAgentBot(tools=CALCULATOR_TOOLS)`` built on first use.
-    ``durable``: a :class:`llamabot.durable.Durable` that adds ``/runs`` (durable, queued runs)."""
-    app = FastAPI(title="llamabot agent service", default_response_class=SafeJSONResponse)
+    ``durable``: a :class:`llamabot.durable.Durable` that adds ``/runs`` (durable, queued runs) and stops
+    gracefully with the service, giving the steps in flight ``grace_s`` seconds (default
+    ``$LLAMABOT_DURABLE_GRACE_S``)."""
+    app = FastAPI(title="llamabot agent service", default_response_class=SafeJSONResponse,
+                  lifespan=None if durable is None else _durable_lifespan(grace_s))
     holder: dict[str, AsyncAgentBot | None] = {"bot": bot}
     app.add_middleware(BoundedBody, max_bytes=MAX_BODY_BYTES)
 
@@ -215,6 +224,19 @@ def create_app(bot: AsyncAgentBot | None = None, durable: Any = None) -> FastAPI
     if durable is not None:
         _add_durable_routes(app, durable)
     return app
+
+
+def _durable_lifespan(grace_s: float | None) -> Callable[[FastAPI], Any]:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        from llamabot.durable import shutdown
+        from llamabot.durable.config import grace_seconds
+
+        # In a thread: the runs parked by the shutdown may execute on this event loop.
+        await asyncio.to_thread(shutdown, grace_seconds() if grace_s is None else grace_s)
+
+    return lifespan
 
 
 def _add_durable_routes(app: FastAPI, durable: Any) -> None:
