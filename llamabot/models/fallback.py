@@ -11,7 +11,7 @@ reports them (it maps every provider's errors onto OpenAI's exception classes wi
   why each did;
 - everything else is the request's own fault, or a refusal that must not be routed around, and reaches the caller
   as it is: 400 (a malformed request, an exceeded context window, a content-policy refusal), 404, 422, and
-  llamabot's own errors (a usage limit, a scripted model with nothing left to say, a missing model file).
+  llamabot's own errors (a scripted model with nothing left to say, a missing model file) and bugs.
 
 Streaming: the next model is tried only while no piece of the reply has reached the caller (or the run's hooks); an
 error after the first piece is raised as it is, since what was shown cannot be taken back.
