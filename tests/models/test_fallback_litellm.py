@@ -68,7 +68,7 @@ def test_mdl_fallback_030_an_agent_run_falls_back_on_a_provider_error_from_the_s
 
 
 def test_mdl_fallback_030_a_timeout_moves_on(server, settings):
-    answer, trace = agent("slow", {**settings, "timeout": 1.0}).run_sync("q")
+    answer, trace = agent("slow", {**settings, "timeout": 1.5}).run_sync("q")
     assert answer == ANSWER and server.hits == {"slow": 1, "answers": 1}
     [failed] = the_model_call(trace).attributes["fallbacks"]
     assert failed.error.startswith("Timeout") and failed.status_code == 408
