@@ -230,11 +230,10 @@ def _durable_lifespan(grace_s: float | None) -> Callable[[FastAPI], Any]:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
-        from llamabot.durable import shutdown
+        from llamabot.durable import ashutdown
         from llamabot.durable.config import grace_seconds
 
-        # In a thread: the runs parked by the shutdown may execute on this event loop.
-        await asyncio.to_thread(shutdown, grace_seconds() if grace_s is None else grace_s)
+        await ashutdown(grace_seconds() if grace_s is None else grace_s)
 
     return lifespan
 

@@ -28,7 +28,7 @@ from llamabot.durable.errors import (
     UnknownRunError,
 )
 from llamabot.durable.runs import RunInfo, approve, cancel, list_runs, reject, resume, show_run, wait_result
-from llamabot.durable.runtime import launch, shutdown
+from llamabot.durable.runtime import ashutdown, launch, shutdown
 from llamabot.durable.steps import current_step
 from llamabot.durable.worker import run_worker
 
@@ -36,6 +36,6 @@ __all__ = [
     "AlreadyDecidedError", "BotFactoryError", "DatabaseURLError", "DatabaseUnreachableError", "Durable",
     "DurableError", "DurableRuntimeError", "NotStorableError", "NotWaitingError", "RecordRefusedError",
     "RunFailedError", "RunFinishedError", "RunInFlightError", "RunInfo", "RunParked", "ToolRejectedError",
-    "UnknownRunError", "approve", "cancel", "current_step", "launch", "list_runs", "reject", "resolve_db_url",
+    "UnknownRunError", "approve", "ashutdown", "cancel", "current_step", "launch", "list_runs", "reject", "resolve_db_url",
     "resume", "run_worker", "shutdown", "show_run", "wait_result",
 ]

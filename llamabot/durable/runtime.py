@@ -202,7 +202,8 @@ def shutdown(grace_s: float = 0) -> None:
     dequeuing, the steps in flight get ``grace_s`` seconds to finish and be recorded, every run is parked at its
     next step (:class:`~llamabot.durable.drain.RunParked`) and stays PENDING, and the process is marked stopped so
     that a worker recovers them at once (or this executor id when it starts again). With ``grace_s=0`` the steps
-    in flight are cut: they run again when the run is recovered (at least once)."""
+    in flight are cut: they run again when the run is recovered (at least once). Called on an event loop that
+    executes runs, it blocks them: use :func:`ashutdown` there."""
     with _RUNTIME.lock:
         if _RUNTIME.url is not None:
             _off_the_loop(_stop, grace_s)
@@ -210,7 +211,15 @@ def shutdown(grace_s: float = 0) -> None:
         _RUNTIME.bots.clear()
 
 
+async def ashutdown(grace_s: float = 0) -> None:
+    """:func:`shutdown` from async code (a service's lifespan): in a worker thread, so that the runs executing on
+    this event loop can finish their steps during the grace period."""
+    await asyncio.to_thread(shutdown, grace_s)
+
+
 def _stop(grace_s: float) -> None:
+    if _RUNTIME.heartbeat is not None:
+        _RUNTIME.heartbeat.recover = False  # no more recoveries; the heartbeat goes on while the steps finish
     DRAIN.close()
     if grace_s > 0 and not DRAIN.wait_idle(0):
         # DBOS stops dequeuing at once and waits for its workflows (in 1 s ticks); the drain says when they are

@@ -56,7 +56,8 @@ def _finished_and_waiting(db: str) -> Durable:
 
 def test_dur_cli_030_cancel_a_waiting_run_and_typed_errors(tmp_path, files):
     """DUR-CLI-030: ``runs cancel ID`` cancels a run that waits (its result is then a RunFailedError); a run
-    cancelled already, a finished one and an unknown id exit 1 with a typed error saying so."""
+    cancelled already, a finished one and an unknown id exit 1 with a typed error saying so; ``runs resume``
+    lets a cancelled run go on."""
     import pytest
 
     from llamabot.durable import RunFailedError, RunFinishedError, cancel
@@ -75,6 +76,12 @@ def test_dur_cli_030_cancel_a_waiting_run_and_typed_errors(tmp_path, files):
     assert unknown.exit_code == 1 and "no durable run has the id 'nope'" in unknown.output
     with pytest.raises(RunFinishedError):
         cancel("done-1", db)
+    resumed = runner.invoke(app, ["runs", "resume", "wait-1", "--db", db])  # a cancelled run can go on
+    assert resumed.exit_code == 0 and "resumed run wait-1" in resumed.output, resumed.output
+    deadline = time.monotonic() + 30
+    while not show_run("wait-1", db).waiting and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert show_run("wait-1", db).waiting["tool"] == "transfer"  # waiting for its approval again
 
 
 def test_dur_cli_040_resume_a_run_of_a_dead_executor_now(tmp_path, files, monkeypatch):

@@ -151,3 +151,27 @@ def test_dur_err_080_one_database_per_process(tmp_path):
     Durable("tests.durable.agents:make_agent", db=f"sqlite:///{tmp_path / 'a.sqlite'}")
     with pytest.raises(DurableRuntimeError, match="already keeps durable runs"):
         Durable("tests.durable.agents:make_agent", db=f"sqlite:///{tmp_path / 'b.sqlite'}")
+
+
+def test_dur_set_010_deployment_settings_are_whole_seconds_checked_when_the_runtime_starts(tmp_path, monkeypatch):
+    """DUR-SET-010: ``LLAMABOT_DURABLE_GRACE_S``, ``_HEARTBEAT_S`` and ``_ORPHAN_S`` are whole seconds within
+    bounds; an orphan timeout under twice the heartbeat is refused; a bad value fails ``Durable(...)`` at once,
+    naming the variable, before anything starts."""
+    import pytest
+
+    from llamabot.durable import Durable
+    from llamabot.durable.config import grace_seconds, liveness_seconds
+    from llamabot.errors import SettingsError
+    from tests.durable.agents import make_agent
+
+    assert grace_seconds() == 20 and liveness_seconds() == (5, 60)
+    monkeypatch.setenv("LLAMABOT_DURABLE_HEARTBEAT_S", "10")
+    monkeypatch.setenv("LLAMABOT_DURABLE_ORPHAN_S", "15")
+    with pytest.raises(SettingsError, match=r"\$LLAMABOT_DURABLE_ORPHAN_S=15 must be at least twice"):
+        Durable(make_agent, db=f"sqlite:///{tmp_path / 'r.sqlite'}")
+    monkeypatch.setenv("LLAMABOT_DURABLE_ORPHAN_S", "20")
+    monkeypatch.setenv("LLAMABOT_DURABLE_GRACE_S", "2.5")
+    with pytest.raises(SettingsError, match=r"\$LLAMABOT_DURABLE_GRACE_S='2.5': expected a whole number"):
+        Durable(make_agent, db=f"sqlite:///{tmp_path / 'r.sqlite'}")
+    monkeypatch.setenv("LLAMABOT_DURABLE_GRACE_S", "3")
+    assert grace_seconds() == 3 and liveness_seconds() == (10, 20)
