@@ -41,6 +41,15 @@ def _fail(exc: Exception) -> typer.Exit:
     return typer.Exit(1)
 
 
+def _durably(name: str, *args: Any, **kwargs: Any) -> Any:
+    """``llamabot.durable.<name>(*args, **kwargs)``; a typed durable error is printed and exits 1."""
+    durable = _durable()
+    try:
+        return getattr(durable, name)(*args, **kwargs)
+    except durable.DurableError as exc:
+        raise _fail(exc) from exc
+
+
 def _short(value: Any, limit: int = 60) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=repr)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -103,11 +112,7 @@ def runs_list(db: Optional[str] = DB_OPTION,  # noqa: UP045 (typer needs Optiona
 def runs_cancel(run_id: str = typer.Argument(..., help="The run id."), db: Optional[str] = DB_OPTION) -> None:  # noqa: UP045
     """Cancel a run that is queued, in flight or waiting for an approval: it stops at its next step and is never
     recovered. A finished or cancelled run is refused (exit 1)."""
-    durable = _durable()
-    try:
-        run = durable.cancel(run_id, db)
-    except durable.DurableError as exc:
-        raise _fail(exc) from exc
+    run = _durably("cancel", run_id, db)
     console.print(f"cancelled run {run_id} ({run.status})", highlight=False)
 
 
@@ -118,11 +123,7 @@ def runs_resume(run_id: str = typer.Argument(..., help="The run id."), db: Optio
     """Recover a run now: a PENDING run whose executor is gone (without waiting for the orphan timeout), or a
     cancelled run. It goes back on the queue; a worker goes on from its last completed step. A finished run, a
     queued one, or one in flight on a live executor is refused (exit 1)."""
-    durable = _durable()
-    try:
-        run = durable.resume(run_id, db, force=force)
-    except durable.DurableError as exc:
-        raise _fail(exc) from exc
+    run = _durably("resume", run_id, db, force=force)
     console.print(f"resumed run {run_id} ({run.status}): a worker on this database goes on from its last "
                   "completed step", highlight=False)
 
@@ -130,11 +131,7 @@ def runs_resume(run_id: str = typer.Argument(..., help="The run id."), db: Optio
 @runs_app.command("show")
 def runs_show(run_id: str = typer.Argument(..., help="The run id."), db: Optional[str] = DB_OPTION) -> None:  # noqa: UP045
     """One run: status, query, result or error, the approval it waits for, and its completed steps."""
-    durable = _durable()
-    try:
-        run = durable.show_run(run_id, db)
-    except durable.DurableError as exc:
-        raise _fail(exc) from exc
+    run = _durably("show_run", run_id, db)
     console.print(f"run {run.run_id}: {run.status} (bot {run.factory}, executor {run.executor})", highlight=False)
     console.print(f"query: {_short(run.query, 500)}", markup=False, highlight=False)
     if run.waiting:
@@ -154,15 +151,11 @@ def runs_approve(run_id: str = typer.Argument(..., help="The run id."),
                  db: Optional[str] = DB_OPTION, by: Optional[str] = BY_OPTION) -> None:  # noqa: UP045
     """Let the waiting tool call run (with its own arguments, or edited ones). The first decision wins: a run
     someone decided already is refused (exit 1), naming that decision."""
-    durable = _durable()
     try:
         edited = None if arguments is None else json.loads(arguments)
     except json.JSONDecodeError as exc:
         raise typer.BadParameter(f"--arguments is not JSON: {exc}") from exc
-    try:
-        pending = durable.approve(run_id, edited, db, by=by)
-    except durable.DurableError as exc:
-        raise _fail(exc) from exc
+    pending = _durably("approve", run_id, edited, db, by=by)
     console.print(f"approved {pending['tool']} for run {run_id}", highlight=False)
 
 
@@ -172,11 +165,7 @@ def runs_reject(run_id: str = typer.Argument(..., help="The run id."),
                 db: Optional[str] = DB_OPTION, by: Optional[str] = BY_OPTION) -> None:  # noqa: UP045
     """Refuse the waiting tool call; the model is shown the rejection and the reason. The first decision wins,
     as for approve."""
-    durable = _durable()
-    try:
-        pending = durable.reject(run_id, reason, db, by=by)
-    except durable.DurableError as exc:
-        raise _fail(exc) from exc
+    pending = _durably("reject", run_id, reason, db, by=by)
     console.print(f"rejected {pending['tool']} for run {run_id}", highlight=False)
 
 
@@ -196,7 +185,11 @@ def worker(db: Optional[str] = DB_OPTION,  # noqa: UP045
 
     sys.path[:0] = path
     durable = _durable()
+    from loguru import logger
+
     from llamabot.durable.config import redacted  # the URL's password is never printed
+
+    logger.enable("llamabot.durable")  # a worker says when its heartbeat fails or another process uses its id
 
     def say(text: str) -> None:
         err_console.print(text, markup=False, highlight=False)

@@ -9,6 +9,8 @@ machine's own.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import sqlalchemy as sa
@@ -27,6 +29,17 @@ def engine_for(url: str) -> sa.Engine:
         return sqlite_engine(url)
     return sa.create_engine(sa.make_url(url).set(drivername="postgresql+psycopg"),
                             connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+
+
+@contextlib.contextmanager
+def engine_with(url: str, metadata: sa.MetaData) -> Iterator[sa.Engine]:
+    """An engine on the runs' database (:func:`engine_for`) with ``metadata``'s tables, for the block."""
+    engine = engine_for(url)
+    try:
+        create_tables(engine, metadata)
+        yield engine
+    finally:
+        engine.dispose()
 
 
 def create_tables(engine: sa.Engine, metadata: sa.MetaData) -> None:

@@ -15,7 +15,6 @@ import getpass
 import json
 import socket
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +23,7 @@ from dbos import DBOSClient
 from sqlalchemy.dialects import postgresql, sqlite
 
 from llamabot.durable.approval import APPROVAL_TOPIC, Decision
-from llamabot.durable.database import create_tables, engine_for
+from llamabot.durable.database import engine_with
 from llamabot.durable.errors import AlreadyDecidedError
 
 METADATA = sa.MetaData()
@@ -61,15 +60,9 @@ def default_decider() -> str:
     return f"{user}@{socket.gethostname()}"
 
 
-@contextlib.contextmanager
-def decisions_engine(url: str) -> Iterator[sa.Engine]:
+def decisions_engine(url: str) -> contextlib.AbstractContextManager[sa.Engine]:
     """An engine on the runs' database (like DBOS's: IMMEDIATE transactions on SQLite) with the decisions table."""
-    engine = engine_for(url)
-    try:
-        create_tables(engine, METADATA)
-        yield engine
-    finally:
-        engine.dispose()
+    return engine_with(url, METADATA)
 
 
 def send_first(engine: sa.Engine, c: DBOSClient, run_id: str, decision: Decision, by: str) -> Recorded:

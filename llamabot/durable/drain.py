@@ -19,6 +19,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 
 class RunParked(BaseException):
@@ -37,9 +38,10 @@ class Drain:
         self._changed = threading.Condition()
         self._closed = False
         self._hurried = False
-        self._steps = 0
-        self._runs = 0
-        self._waits: dict[asyncio.Task[object], asyncio.AbstractEventLoop] = {}
+        # What is inside the gate: runs executing, steps in flight (a token each), durable waits (task -> its loop).
+        self._runs: dict[object, None] = {}
+        self._steps: dict[object, None] = {}
+        self._waits: dict[asyncio.Task[Any], asyncio.AbstractEventLoop] = {}
 
     @property
     def closed(self) -> bool:
@@ -70,7 +72,7 @@ class Drain:
 
     def in_flight(self) -> tuple[int, int]:
         """``(runs executing, steps in flight)`` in this process."""
-        return self._runs, self._steps
+        return len(self._runs), len(self._steps)
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until no run executes here (all finished or parked), at most ``timeout`` seconds or until
@@ -82,65 +84,46 @@ class Drain:
                 if left <= 0:
                     break
                 self._changed.wait(left)
-            return self._runs == 0
+            return not self._runs
 
     def _parked(self, where: str) -> RunParked:
-        return RunParked(f"the process is stopping: the durable run stays PENDING {where}; the next process on its "
+        return RunParked(f"the process is stopping: the durable run stays PENDING, {where}; the next process on its "
                          "database (or a worker) resumes it from its last completed step")
 
-    @contextlib.contextmanager
-    def run(self) -> Iterator[None]:
+    def run(self) -> contextlib.AbstractContextManager[None]:
         """Around one execution of a run's workflow: counted; parked at once when the process is stopping. A run
         cancelled while the process stops (DBOS cancels what is left after the grace period) is parked too, so a
         cancellation is never recorded as its failure."""
-        with self._changed:
-            if self._closed:
-                raise self._parked("before its first step")
-            self._runs += 1
-        try:
-            yield
-        except asyncio.CancelledError:
-            if self._closed:
-                raise self._parked("(stopped during the grace period)") from None
-            raise
-        finally:
-            with self._changed:
-                self._runs -= 1
-                self._changed.notify_all()
+        return self._held(self._runs, object(), None, "its first step")
 
-    @contextlib.contextmanager
-    def step(self) -> Iterator[None]:
+    def step(self) -> contextlib.AbstractContextManager[None]:
         """Around one step (a model call, a tool attempt): refused with :class:`RunParked` once closed; a step
         that started runs to its end and is recorded."""
-        with self._changed:
-            if self._closed:
-                raise self._parked("before its next step")
-            self._steps += 1
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._steps -= 1
+        return self._held(self._steps, object(), None, "its next step")
 
-    @contextlib.contextmanager
-    def wait(self) -> Iterator[None]:
+    def wait(self) -> contextlib.AbstractContextManager[None]:
         """Around a durable wait of a run on an event loop (an approval, a retry backoff): :meth:`close` ends it
         with :class:`RunParked`; the wait starts again when the run is recovered."""
-        task, loop = asyncio.current_task(), asyncio.get_running_loop()
-        assert task is not None
+        return self._held(self._waits, asyncio.current_task(), asyncio.get_running_loop(), "its wait")
+
+    @contextlib.contextmanager
+    def _held(self, held: dict[Any, Any], key: Any, value: Any, what: str) -> Iterator[None]:
+        """``key`` is in ``held`` while the block runs; refused with :class:`RunParked` once closed, and a
+        cancellation of the block while closed parks the run."""
         with self._changed:
             if self._closed:
-                raise self._parked("before its wait")
-            self._waits[task] = loop
+                raise self._parked(f"before {what}")
+            held[key] = value
         try:
             yield
         except asyncio.CancelledError:
             if self._closed:
-                raise self._parked("while it waited") from None
+                raise self._parked(f"in {what}") from None
             raise
         finally:
             with self._changed:
-                self._waits.pop(task, None)
+                del held[key]
+                self._changed.notify_all()
 
 
 #: The drain of this process (one DBOS runtime per process, see :mod:`llamabot.durable.runtime`).

@@ -28,7 +28,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -36,7 +36,7 @@ from loguru import logger
 from sqlalchemy.dialects import postgresql, sqlite
 
 from llamabot.durable.config import QUEUE_NAME, WORKFLOW_NAME, WORKFLOW_VERSION, liveness_seconds
-from llamabot.durable.database import create_tables, engine_for, now_ms
+from llamabot.durable.database import create_tables, engine_for, engine_with, now_ms
 
 METADATA = sa.MetaData()
 PROCESSES = sa.Table(
@@ -68,15 +68,9 @@ def default_executor_id() -> str:
     return os.environ.get("DBOS__VMID") or "local"
 
 
-@contextlib.contextmanager
-def executors_engine(url: str) -> Iterator[sa.Engine]:
+def executors_engine(url: str) -> contextlib.AbstractContextManager[sa.Engine]:
     """An engine on the runs' database with the executors' tables, for the block."""
-    engine = engine_for(url)
-    try:
-        create_tables(engine, METADATA)
-        yield engine
-    finally:
-        engine.dispose()
+    return engine_with(url, METADATA)
 
 
 def _insert(engine: sa.Engine) -> Any:

@@ -14,12 +14,7 @@ runner = CliRunner()
 
 def test_dur_cli_010_list_show_approve_reject(tmp_path, files):
     db = f"sqlite:///{tmp_path / 'r.sqlite'}"
-    Durable("tests.durable.agents:make_agent", db=db).run("finished one", run_id="done-1")
-    waiting = Durable("tests.durable.agents:make_approval_agent", db=db)
-    waiting.start("pay erin", run_id="wait-1")
-    deadline = time.monotonic() + 30
-    while not show_run("wait-1", db).waiting and time.monotonic() < deadline:
-        time.sleep(0.05)
+    waiting = _finished_and_waiting(db)
 
     listed = runner.invoke(app, ["runs", "list", "--db", db])
     assert listed.exit_code == 0, listed.output
