@@ -12,7 +12,9 @@ import ast
 import asyncio
 import inspect
 import re
+import sys
 import traceback
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,7 +70,12 @@ class Notebook:
     """Runs blocks in order in one namespace and one event loop, as a notebook runs its cells."""
 
     def __init__(self, namespace: dict[str, Any] | None = None):
-        self.namespace: dict[str, Any] = {"__name__": "__readme__", **(namespace or {})}
+        # a real module, as a notebook's __main__ is: classes defined in the blocks (dataclasses, pydantic models)
+        # look their module up in sys.modules
+        module = types.ModuleType("__readme__")
+        sys.modules[module.__name__] = module
+        module.__dict__.update(namespace or {})
+        self.namespace: dict[str, Any] = module.__dict__
         self.loop = asyncio.new_event_loop()
 
     def run(self, block: Block) -> None:

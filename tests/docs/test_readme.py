@@ -182,6 +182,21 @@ def _check_scripted(ns: dict[str, Any], run: BlockRun) -> None:
     assert ns["replayed"].remaining >= 1
 
 
+def _check_typed(ns: dict[str, Any], run: BlockRun) -> None:
+    product = ns["product"]
+    assert type(product).__name__ == "Product"          # validated; the tour model fills it from the run's numbers
+    assert {product.a, product.b, product.product} == {23.0, 19.0, 437.0}
+    shown = [r for request in run.requests for r in _tool_results(request)]
+    assert "tea: 3.5 USD" in " ".join(shown) or any("tea: 3.5" in r for r in shown)   # price_list read its deps
+    inner = [s for s in ns["manager"].last_trace.spans if s.kind == "run" and s.parent_id is not None]
+    assert len(inner) == 1                              # the calculator agent ran as a child run
+    assert type(ns["fallback_bot"].model).__name__ == "FallbackModel"
+
+
+def _check_custom(ns: dict[str, Any], run: BlockRun) -> None:
+    assert ns["custom"].last_trace.spans[0].attributes["result"] == "437"
+
+
 #: Assertions on what a block computed: a piece of the block's code -> the check.
 CHECKS: dict[str, Callable[[dict[str, Any], BlockRun], None]] = {
     'service_bot.astream("What is 7 * 6?")': _check_tour,
@@ -195,6 +210,8 @@ CHECKS: dict[str, Callable[[dict[str, Any], BlockRun], None]] = {
     "result = ANoTBot()(": _check_anot,
     'StructuredBot("Extract the city.", City)': _check_building_blocks,
     "ScriptedModel.replay(bot.last_trace)": _check_scripted,
+    "output_type=Product": _check_typed,
+    "GraphBot.from_flow(decide)": _check_custom,
 }
 
 
