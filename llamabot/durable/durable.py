@@ -82,7 +82,9 @@ class Durable:
         return self._start(query, run_id, options).get_workflow_id()
 
     async def astart(self, query: Any, *, run_id: str | None = None, **options: Any) -> str:
-        """Async twin of :meth:`start`."""
+        """Async twin of :meth:`start`. The run executes on this event loop: when ``asyncio.run(main())`` returns
+        with the run in flight, asyncio cancels it (it stays PENDING, its step in flight is cut); ``await
+        llamabot.durable.ashutdown(grace_s)`` before leaving ``main`` lets that step finish."""
         return (await self._astart(query, run_id, options)).get_workflow_id()
 
     def run(self, query: Any, *, run_id: str | None = None, **options: Any) -> Any:

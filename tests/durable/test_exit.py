@@ -87,3 +87,21 @@ def test_dur_exit_040_a_step_longer_than_the_grace_period_is_cut_and_sent_again(
     calls = Counter(model_log.read_text().splitlines())
     assert calls[f"{QUERY}|start 1"] == 2 and all(calls[f"{QUERY}|start {n}"] == 1 for n in (0, 2, 3)), calls
     assert effects.read_text().splitlines() == [f"{QUERY}|{i}" for i in (1, 2, 3)]
+
+
+def test_dur_exit_050_asyncio_run_ending_with_a_run_in_flight_leaves_it_pending(tmp_path, files):
+    """DUR-EXIT-050: ``asyncio.run(main())`` returns while a run started with ``astart`` has a model call in
+    flight: asyncio cancels the run's task (its step in flight is cut), and the run stays PENDING without an
+    error; the next process finishes it, the cut call being the only one sent twice."""
+    effects, model_log = files
+    db = f"sqlite:///{tmp_path / 'r.sqlite'}"
+    done = subprocess.run([PYTHON, "-m", "tests.durable.start_and_exit", db, "run-async", QUERY, f"{QUERY}|start 1",
+                           "async"], env=subprocess_env(DURABLE_LATENCY_S="0.5"), capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    run = show_run("run-async", db)
+    assert (run.status, run.error) == ("PENDING", None)
+    assert _finish(db, "run-async", DURABLE_LATENCY_S="0") == EXPECTED
+    calls = Counter(model_log.read_text().splitlines())
+    assert calls[f"{QUERY}|start 1"] == 2 and all(calls[f"{QUERY}|end {n}"] == 1 for n in range(4)), calls
+    assert effects.read_text().splitlines() == [f"{QUERY}|{i}" for i in (1, 2, 3)]
