@@ -158,6 +158,7 @@ class Heartbeat:
         self.process = uuid.uuid4().hex
         self.name = f"{executor_id}@{socket.gethostname()}:{os.getpid()}"
         self._stop = threading.Event()
+        self._next_full = 0.0  # when the sweep lists every PENDING run again (time.monotonic)
         self._thread: threading.Thread | None = None
         self.engine: sa.Engine | None = None
 
@@ -214,23 +215,29 @@ class Heartbeat:
                 logger.warning("executor {}: heartbeat failed ({}: {})", self.executor_id, type(exc).__name__, exc)
 
     def sweep(self) -> dict[str, list[str]]:
-        """Recover the PENDING runs of every dead executor (see the module); returns what was resumed."""
+        """Recover the PENDING runs of every dead executor (see the module); returns what was resumed. It lists
+        only the PENDING runs of executors whose heartbeats stopped; once per orphan timeout it lists every
+        PENDING run, for executors that never beat (processes of an older llamabot), and forgets rows silent for
+        a week."""
         from dbos import DBOS
 
         assert self.engine is not None
-        pending = DBOS.list_workflows(status="PENDING", name=WORKFLOW_NAME, app_version=WORKFLOW_VERSION,
-                                      load_input=False, load_output=False)
         silent, now = silence(self.engine)
-        dead: set[str] = set()
-        for run in pending:
-            executor = run.executor_id
-            if executor is None or executor == self.executor_id or executor in dead:
-                continue
-            if executor in silent:
-                if silent[executor] >= self.timeout_s:
-                    dead.add(executor)
-            elif run.updated_at is not None and now - run.updated_at >= self.timeout_s * 1000:
-                dead.add(executor)  # an executor that never beat (an older llamabot): its runs are old enough
+        dead = {e for e, quiet in silent.items() if quiet >= self.timeout_s and e != self.executor_id}
+        listing: dict[str, Any] = {"status": "PENDING", "name": WORKFLOW_NAME, "app_version": WORKFLOW_VERSION,
+                                   "load_input": False, "load_output": False}
+        if time.monotonic() >= self._next_full:
+            self._next_full = time.monotonic() + self.timeout_s
+            pending = DBOS.list_workflows(**listing)
+            dead |= {run.executor_id for run in pending if run.executor_id and run.executor_id not in silent
+                     and run.updated_at is not None and now - run.updated_at >= self.timeout_s * 1000}
+            with self.engine.begin() as conn:
+                conn.execute(sa.delete(PROCESSES).where(PROCESSES.c.beat_ms < now - FORGET_MS))
+        elif dead:
+            pending = DBOS.list_workflows(executor_id=sorted(dead), **listing)
+        else:
+            return {}
+        dead &= {run.executor_id for run in pending}
         done = {}
         for executor in sorted(dead):
             resumed = recover(self.engine, DBOS, executor, self.name, self.timeout_s)
@@ -240,6 +247,4 @@ class Heartbeat:
                                len(resumed), executor)
                 if self.recovered is not None:
                     self.recovered(executor, resumed)
-        with self.engine.begin() as conn:
-            conn.execute(sa.delete(PROCESSES).where(PROCESSES.c.beat_ms < now - FORGET_MS))
         return done
