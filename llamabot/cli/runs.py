@@ -130,10 +130,18 @@ def runs_resume(run_id: str = typer.Argument(..., help="The run id."), db: Optio
 
 @runs_app.command("show")
 def runs_show(run_id: str = typer.Argument(..., help="The run id."), db: Optional[str] = DB_OPTION) -> None:  # noqa: UP045
-    """One run: status, query, result or error, the approval it waits for, and its completed steps."""
+    """One run: status, query, whether its executor is alive (PENDING runs), result or error, the approval it
+    waits for, and its completed steps."""
+    from llamabot.durable.config import liveness_seconds
     run = _durably("show_run", run_id, db)
     console.print(f"run {run.run_id}: {run.status} (bot {run.factory}, executor {run.executor})", highlight=False)
     console.print(f"query: {_short(run.query, 500)}", markup=False, highlight=False)
+    if run.executor_silent_s is not None:
+        _, orphan_s = liveness_seconds()
+        console.print(f"executor {run.executor}: heartbeat {run.executor_silent_s:.0f} s ago" if
+                      run.executor_silent_s < orphan_s else
+                      f"executor {run.executor} is gone (no heartbeat for {orphan_s} s or more): a worker recovers "
+                      f"the run, or `llamabot runs resume {run.run_id}` now", markup=False, highlight=False)
     if run.waiting:
         console.print(f"WAITING for approval #{run.waiting['request']}: {run.waiting['tool']}"
                       f"({json.dumps(run.waiting['arguments'])})", markup=False, highlight=False)

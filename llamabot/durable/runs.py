@@ -47,7 +47,9 @@ from llamabot.durable.serializer import SERIALIZER, refusal, refuse_pickle
 class RunInfo:
     """One durable run as stored: ``status`` is DBOS's (``PENDING``, ``ENQUEUED``, ``SUCCESS``, ``ERROR``,
     ``CANCELLED``...); ``waiting`` the pending approval (tool, arguments, request number) when it waits for one;
-    ``steps`` (from :func:`show_run`) the completed steps in order as ``(step number, name)``."""
+    ``steps`` (from :func:`show_run`) the completed steps in order as ``(step number, name)``;
+    ``executor_silent_s`` (from :func:`show_run`, PENDING runs) the seconds since its executor's last heartbeat
+    (very large once it stopped; ``None`` when it never beat)."""
 
     run_id: str
     status: str
@@ -59,6 +61,7 @@ class RunInfo:
     executor: str | None = None
     created_ms: int | None = None
     steps: tuple[tuple[int, str], ...] = field(default=())
+    executor_silent_s: float | None = None
 
 
 @contextlib.contextmanager
@@ -157,11 +160,17 @@ def resume(run_id: str, db: str | None = None, *, force: bool = False) -> RunInf
 
 
 def show_run(run_id: str, db: str | None = None) -> RunInfo:
-    """One run with its completed steps; :class:`UnknownRunError` when no run has this id."""
-    with client(db) as c:
+    """One run with its completed steps, and for a PENDING run how long its executor has been silent;
+    :class:`UnknownRunError` when no run has this id."""
+    url = resolve_db_url(db)
+    with client(url) as c:
         status = _status(c, run_id)
         steps = tuple((s["function_id"], s["function_name"]) for s in c.list_workflow_steps(run_id, load_output=False))
-        return replace(_info(c, status), steps=steps)
+        quiet = None
+        if status.status == "PENDING" and status.executor_id:
+            with executors_engine(url) as engine:
+                quiet = silence(engine)[0].get(status.executor_id)
+        return replace(_info(c, status), steps=steps, executor_silent_s=quiet)
 
 
 def approve(run_id: str, arguments: dict[str, Any] | None = None, db: str | None = None, *,

@@ -80,9 +80,9 @@ def test_dur_cli_030_cancel_a_waiting_run_and_typed_errors(tmp_path, files):
 
 
 def test_dur_cli_040_resume_a_run_of_a_dead_executor_now(tmp_path, files, monkeypatch):
-    """DUR-CLI-040: a process with executor id ``gone`` is killed mid-run. ``runs resume`` refuses while its
-    heartbeat is fresh (exit 1, naming the executor), takes the run once the executor is silent for the orphan
-    timeout, and a process on the database finishes it; a finished run, a queued run and an unknown id exit 1."""
+    """DUR-CLI-040: a process with executor id ``gone`` is killed mid-run. ``runs show`` says whether its executor
+    heart-beats; ``runs resume`` refuses while its heartbeat is fresh (exit 1, naming the executor), takes the run
+    once the executor is silent for the orphan timeout, and a process on the database finishes it; a finished run, a queued run and an unknown id exit 1."""
     import signal
     import subprocess
 
@@ -102,7 +102,10 @@ def test_dur_cli_040_resume_a_run_of_a_dead_executor_now(tmp_path, files, monkey
 
     alive = runner.invoke(app, ["runs", "resume", "run-r", "--db", db])
     assert alive.exit_code == 1 and "in flight on executor gone" in alive.output, alive.output
+    assert "executor gone: heartbeat" in runner.invoke(app, ["runs", "show", "run-r", "--db", db]).output
     time.sleep(2.5)
+    shown = runner.invoke(app, ["runs", "show", "run-r", "--db", db]).output
+    assert "executor gone is gone (no heartbeat for 2 s or more)" in shown and "runs resume run-r" in shown
     resumed = runner.invoke(app, ["runs", "resume", "run-r", "--db", db])
     assert resumed.exit_code == 0 and "resumed run run-r (ENQUEUED)" in resumed.output, resumed.output
     from llamabot.durable.runs import enqueue
