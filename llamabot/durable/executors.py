@@ -73,6 +73,16 @@ def executors_engine(url: str) -> contextlib.AbstractContextManager[sa.Engine]:
     return engine_with(url, METADATA)
 
 
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 def _insert(engine: sa.Engine) -> Any:
     return sqlite.insert if engine.dialect.name == "sqlite" else postgresql.insert
 
@@ -171,17 +181,27 @@ class Heartbeat:
             logger.warning("executor {}: {} is recovering its runs; starting when it is done", self.executor_id,
                            holder[0] if holder else "another process")
             time.sleep(min(1.0, self.timeout_s / 4))
-        silent, _ = silence(self.engine)
-        if silent.get(self.executor_id, self.timeout_s) < self.timeout_s:
+        for host, pid, quiet in self._others():
             logger.warning(
-                "executor id {!r} is in use by a live process (heartbeat {:.0f} s ago): DBOS recovers the PENDING "
-                "runs of an id when a process starts, so runs in flight there may repeat their current step; give "
-                "each process its own executor id", self.executor_id, silent[self.executor_id])
+                "executor id {!r} is in use by a live process ({}:{}, heartbeat {:.0f} s ago): DBOS recovers the "
+                "PENDING runs of an id when a process starts, so runs in flight there may repeat their current step; "
+                "give each process its own executor id", self.executor_id, host, pid, quiet)
         with self.engine.begin() as conn:
             now = now_ms(self.engine)
             conn.execute(PROCESSES.insert().values(process=self.process, executor_id=self.executor_id,
                                                    host=socket.gethostname(), pid=os.getpid(), started_ms=now,
                                                    beat_ms=now))
+
+    def _others(self) -> list[tuple[str, int, float]]:
+        """Other processes of this executor id that beat within the timeout, as ``(host, pid, seconds)``; a
+        process of this host that no longer exists (the one this process restarts after a kill) is not one."""
+        assert self.engine is not None
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(PROCESSES.c.host, PROCESSES.c.pid, now_ms(self.engine) - PROCESSES.c.beat_ms)
+                                .where(PROCESSES.c.executor_id == self.executor_id,
+                                       PROCESSES.c.beat_ms >= now_ms(self.engine) - int(self.timeout_s * 1000))).all()
+        return [(host, pid, quiet / 1000) for host, pid, quiet in rows  # a restarted container may reuse its pid
+                if host != socket.gethostname() or (pid != os.getpid() and _exists(pid))]
 
     def run(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="llamabot-heartbeat", daemon=True)
