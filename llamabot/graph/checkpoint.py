@@ -75,14 +75,20 @@ class CheckpointHook(RunHooks):
     """Take a :class:`Checkpoint` at every node boundary of the outermost run and pass it to ``save``.
 
     ``allowed``: classes the codec may revive besides ``llamabot``'s own (see :func:`llamabot.graph.codec`).
-    ``save`` runs in the run's task: keep it quick, or hand the text to a writer.
+    ``save`` runs in the run's task: keep it quick, or hand the text to a writer. Registered on a bot, it serves
+    concurrent runs: each run counts its own steps (:meth:`for_run`).
     """
+
+    sequential = True  # one checkpoint per boundary: a run's tool calls never start early
 
     def __init__(self, save: Callable[[Checkpoint], None], allowed: Iterable[type] = ()):
         self.save = save
         self.allowed = tuple(allowed)
         self.depth = 0
         self.steps = 0
+
+    def for_run(self) -> CheckpointHook:
+        return CheckpointHook(self.save, self.allowed)
 
     def on_start(self, span: Span, state: Any) -> None:
         if span.category == "run":

@@ -24,7 +24,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from llamabot.graph.agent_state import PendingCall
-from llamabot.graph.checkpoint import CheckpointHook
 from llamabot.models.exchange import step_runner
 from llamabot.observe.tracing import LiveRun, Span, close_span, start_span, under
 from llamabot.tools.call import ToolOutcome, ainvoke_validated
@@ -60,7 +59,7 @@ class ParallelCalls:
         values. ``step_span`` is the span of the node step starting them (theirs become its siblings)."""
         if self.limit < 2 or run is None or step_runner() is not None:
             return
-        if any(isinstance(hook, CheckpointHook) for hook in run.hooks):
+        if any(hook.sequential for hook in run.hooks):
             return
         started = run.values.setdefault(EARLY, {})
         parent = run.trace.spans[step_span.parent_id] if step_span and step_span.parent_id is not None else None

@@ -57,6 +57,9 @@ class EventHook(RunHooks):
         self.depth = 0
         self.answers = AnswerStreams(answers) if answers else None
 
+    def for_run(self) -> EventHook:
+        return EventHook(self.sink, self.answers.answers if self.answers is not None else None)
+
     def on_start(self, span: Span, state: Any) -> None:
         category = span.category
         if category == "run":

@@ -48,6 +48,17 @@ class RunHooks:
     and ``reply``, a run's ``result``; ``span.error`` is set when the step failed.
     """
 
+    #: Whether the hook needs a run's steps one at a time (a checkpoint of each boundary): runs with such a hook
+    #: never start tool calls early (see ``graph/parallel_calls``).
+    sequential: bool = False
+
+    def for_run(self) -> RunHooks:
+        """The hook a run uses (called once when an outermost run starts). A hook that keeps state about the run
+        (counters, a nesting depth) returns a fresh copy, so a hook registered on a bot serves any number of
+        concurrent runs; a stateless hook, or one that deliberately collects across runs, returns itself (the
+        default)."""
+        return self
+
     def on_start(self, span: Span, state: Any) -> None:
         getattr(self, _START[span.category])(span, state)
 

@@ -405,6 +405,11 @@ def set_process_hooks(hooks: Iterable[RunHooks]) -> tuple[RunHooks, ...]:
     return previous
 
 
+def _for_run(hooks: Iterable[RunHooks]) -> tuple[RunHooks, ...]:
+    """The hooks one run uses: each hook's :meth:`~llamabot.observe.hooks.RunHooks.for_run` (per-run state)."""
+    return tuple(hook.for_run() for hook in hooks)
+
+
 class run:  # noqa: N801 - used like a function: `with run("AgentBot") as trace:`
     """Open a ``run`` span: a child of the active span (sharing its trace and hooks, plus ``hooks``), or the
     root of a new trace when none is active, with the process-wide hooks (:func:`set_process_hooks`) first.
@@ -426,13 +431,13 @@ class run:  # noqa: N801 - used like a function: `with run("AgentBot") as trace:
         limits = self.limits
         if active is not None:
             outer, parent = active
-            hooks = (*outer.hooks, *self.hooks) if self.hooks else outer.hooks
+            hooks = (*outer.hooks, *_for_run(self.hooks)) if self.hooks else outer.hooks
             trace = outer.trace
             if limits is None:
                 limits = outer.limits
         else:
             everywhere = _PROCESS_HOOKS
-            hooks = (*everywhere, *self.hooks) if everywhere else tuple(self.hooks)
+            hooks = _for_run((*everywhere, *self.hooks) if everywhere else self.hooks)
             parent, trace = None, self.trace or Trace()
         self.context = LiveRun(trace, hooks, self.values, _log_start(self.name, trace.trace_id),
                                   _listens_to_tokens(hooks), limits)
