@@ -44,6 +44,7 @@ from llamabot.durable.executors import Heartbeat, default_executor_id
 from llamabot.durable.factory import BotCache
 from llamabot.durable.serializer import SERIALIZER, refuse_pickle
 from llamabot.durable.steps import DurableSteps
+from llamabot.durable.traces import WRITER, recording
 from llamabot.models.exchange import using_steps
 
 
@@ -70,7 +71,7 @@ async def durable_run(factory: str, query: Any, options: dict[str, Any]) -> Any:
     (:mod:`llamabot.durable.drain`)."""
     with DRAIN.run():
         bot = _RUNTIME.bots.bot_for(factory)
-        with using_steps(DurableSteps()):
+        with using_steps(DurableSteps()), recording(DBOS.workflow_id or "", factory, bot):
             result = await bot.arun(query, **options)
     try:  # checked here, so that the run fails with an error naming the result and the bot
         SERIALIZER.round_trip(result, "the run's result")
@@ -136,6 +137,7 @@ def launch(db: str | None = None, *, executor_id: str | None = None, worker_conc
             heartbeat.end()
             raise
         heartbeat.run()
+        WRITER.attach(url)  # the runs' traces, for the console (llamabot.durable.traces)
         _RUNTIME.url, _RUNTIME.heartbeat = url, heartbeat
         _register_exit_hook()
         return url
@@ -232,6 +234,7 @@ def _stop(grace_s: float) -> None:
             stopping.join()
     else:
         DBOS.destroy()
+    WRITER.close()  # the last rows of the runs' traces
     if _RUNTIME.heartbeat is not None:
         _RUNTIME.heartbeat.end()
 
