@@ -11,7 +11,9 @@ It reads the request, not the README: which bot asks is told by the request's sh
 - Other tool requests follow :data:`INTENTS` (a regular expression over the question and the tool call it
   asks for); else a tool of the user's that takes only text (a search, another agent made a tool with
   ``as_tool``) is asked the question once; else the agent answers with ``respond_to_user`` at once. The answer
-  is the last tool result, or a value of the run's ``output_type`` schema when ``respond_to_user`` asks one.
+  is the last tool result, or a value of the run's ``output_type`` schema when ``respond_to_user`` asks one (its
+  numbers: the tool results, latest first; or, when the schema holds more numbers than there are results, the
+  question's numbers and then the results, so ``{a, b, product}`` reads ``23, 19, 437``).
 - Structured output (a JSON schema) is filled from the question: strings from its capitalised words in order,
   numbers from its numbers. ToT's game-of-24 schemas are answered by the Game-of-24 oracle of the ToT tests;
   ANoT's three phases by :func:`anot_reply`.
@@ -213,8 +215,25 @@ def final_response(terminal: dict[str, Any], results: list[Any], question: str) 
     schema = parameters.get("properties", {}).get("response", {})
     if schema.get("type", "string") == "string" and "$ref" not in schema and "anyOf" not in schema:
         return str(results[-1]) if results else answer_text(question)
+    defs = parameters.get("$defs", {})
     numbers = [str(r) for r in results if _NUMBER.fullmatch(str(r).strip())][::-1]
-    return fill(schema, question, numbers, parameters.get("$defs", {}))
+    asked = _NUMBER.findall(question)
+    if numbers and _number_slots(schema, defs) > len(numbers):  # room for the inputs too: they come first
+        numbers = [*asked, *numbers[::-1]]
+    return fill(schema, question, numbers, defs)
+
+
+def _number_slots(schema: dict[str, Any], defs: dict[str, Any]) -> int:
+    """How many numbers a value of ``schema`` holds (an array counts one item)."""
+    if "$ref" in schema:
+        return _number_slots(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+    if "anyOf" in schema:
+        return max(_number_slots(option, defs) for option in schema["anyOf"])
+    if schema.get("type") == "object":
+        return sum(_number_slots(prop, defs) for prop in schema.get("properties", {}).values())
+    if schema.get("type") == "array":
+        return _number_slots(schema.get("items", {}), defs)
+    return int(schema.get("type") in ("integer", "number"))
 
 
 def answer_text(question: str) -> str:
