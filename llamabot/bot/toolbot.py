@@ -20,10 +20,10 @@ from typing import Any
 
 from llamabot.bot.options import bot_settings, check_shared, strict_options
 from llamabot.errors import ToolArgumentsError
-from llamabot.models.exchange import Exchange, arun_exchange, run_exchange, step_runner
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import Message, assistant, system, to_messages
 from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
-from llamabot.models.seam import ChatModel, acall_model, call_model, get_model, model_family
+from llamabot.models.seam import ChatModel, get_model, model_family
 from llamabot.models.settings import ModelSettings
 from llamabot.models.tool_call_text import extract_tool_calls
 from llamabot.observe.hooks import RunHooks
@@ -165,18 +165,12 @@ class ToolBot:
         return parse_tool_calls(reply, self.tools)
 
     def turn(self, conversation: list[Message]) -> ToolBotReply:
-        """Take the turn synchronously: :meth:`exchange_messages` driven by :func:`run_exchange`, its one model
-        call made here directly when no durable step runner must record it (the agent's decisions: no
-        generator and driver on their path)."""
-        if step_runner() is not None:
-            return run_exchange(self.exchange_messages(conversation), self.model)
-        return parse_tool_calls(call_model(self.model, self.request(conversation)), self.tools)
+        """Take the turn synchronously: :meth:`exchange_messages` driven by :func:`run_exchange`."""
+        return run_exchange(self.exchange_messages(conversation), self.model)
 
     async def aturn(self, conversation: list[Message]) -> ToolBotReply:
         """Async twin of :meth:`turn`."""
-        if step_runner() is not None:
-            return await arun_exchange(self.exchange_messages(conversation), self.model)
-        return parse_tool_calls(await acall_model(self.model, self.request(conversation)), self.tools)
+        return await arun_exchange(self.exchange_messages(conversation), self.model)
 
     def __call__(self, *messages: Any) -> ToolBotReply:
         with run(type(self).__name__, hooks=self.hooks, limits=self.usage_limits) as trace:

@@ -34,7 +34,7 @@ from llamabot.graph.parallel_calls import ParallelCalls, take_early
 from llamabot.models.messages import Message, tool_result, user
 from llamabot.models.seam import model_family
 from llamabot.observe.tracing import active_run, current_run, current_span
-from llamabot.tools.call import ToolOutcome, ainvoke_validated, invoke_validated, shown
+from llamabot.tools.call import ToolOutcome, ainvoke_tool, invoke_tool, shown
 from llamabot.tools.context import APPROVAL, CALL_ID, DEPS
 from llamabot.tools.output import typed_output
 from llamabot.tools.tool import DECIDE, Tool, as_tool, build_tool
@@ -269,17 +269,17 @@ class FuncNode(DualNode):
             arguments, decision = decide_call(self.tool, call, gate)
             if isinstance(arguments, Exception):
                 return _not_run(arguments)
-            return invoke_validated(self.tool, arguments, _with_decision(context, decision))
-        return invoke_validated(self.tool, call.arguments, context)
+            return invoke_tool(self.tool, arguments, _with_decision(context, decision), validated=True)
+        return invoke_tool(self.tool, call.arguments, context, validated=True)
 
     async def _aexec_decided(self, call: PendingCall, context: dict[str, Any] | None, gate: Gate) -> ToolOutcome:
         arguments, decision = await adecide_call(self.tool, call, gate)
         if isinstance(arguments, Exception):
             return _not_run(arguments)
-        return await ainvoke_validated(self.tool, arguments, _with_decision(context, decision))
+        return await ainvoke_tool(self.tool, arguments, _with_decision(context, decision), validated=True)
 
     def exec_async(self, prep_res: ToolStep) -> Awaitable[ToolOutcome]:  # type: ignore[override]
-        """The call to await: the early task, the approval-gated call, or ``ainvoke_validated``'s coroutine."""
+        """The call to await: the early task, the approval-gated call, or ``ainvoke_tool``'s coroutine."""
         call, context, early, queued, gate = prep_res
         if early is not None:
             return early
@@ -287,7 +287,7 @@ class FuncNode(DualNode):
             return self._aexec_decided(call, context, gate)
         if queued:  # more calls of the same reply wait: start those that may run now (see parallel_calls)
             self.parallel.start(current_run(), current_span(), queued)  # type: ignore[union-attr]
-        return ainvoke_validated(self.tool, call.arguments, context)
+        return ainvoke_tool(self.tool, call.arguments, context, validated=True)
 
     def post(self, shared: dict[str, Any], prep_res: ToolStep, outcome: ToolOutcome) -> str | None:
         call = prep_res[0]

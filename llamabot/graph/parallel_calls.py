@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from llamabot.graph.agent_state import PendingCall
 from llamabot.models.exchange import step_runner
 from llamabot.observe.tracing import LiveRun, Span, close_span, start_span, under
-from llamabot.tools.call import ToolOutcome, ainvoke_validated
+from llamabot.tools.call import ToolOutcome, ainvoke_tool
 from llamabot.tools.context import CALL_ID
 from llamabot.tools.tool import Tool
 
@@ -95,7 +95,7 @@ async def _early_call(tool: Tool, call: PendingCall, parent: Span | None, slots:
             opened = start_span(call.name, "tool_call", "tool_call", None,
                                 {"arguments": call.arguments, "call_id": call.id, "early": True})
             try:
-                outcome = await ainvoke_validated(tool, call.arguments, {CALL_ID: call.id})
+                outcome = await ainvoke_tool(tool, call.arguments, {CALL_ID: call.id}, validated=True)
             except BaseException as exc:
                 close_span(opened, None, exc)
                 raise

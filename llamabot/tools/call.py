@@ -47,7 +47,7 @@ from llamabot.errors import (
     ToolUnavailableError,
     tool_failure,
 )
-from llamabot.models.exchange import Exchange, arun_exchange, run_exchange, step_runner
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import tool_result_text
 from llamabot.observe.tracing import log_debug
 from llamabot.tools.retry import Retry
@@ -55,9 +55,6 @@ from llamabot.tools.tool import Tool, as_tool
 
 #: Worker threads for sync tools in async runs (created on demand): wide, because tools mostly wait on I/O.
 TOOL_THREADS = 32
-
-#: Result types that are never awaitable (skips the awaitable check for the usual tool results).
-_PLAIN = frozenset({str, int, float, bool, type(None), dict, list, tuple})
 
 #: What passes through an attempt instead of failing the call.
 _PASSED_ON = (*RUN_ENDING, ToolUnavailableError)
@@ -100,7 +97,7 @@ class ToolAttempt:
     ``executor`` runs sync tools in async runs when there is no timeout (default: a shared pool of
     :data:`TOOL_THREADS` threads); with a timeout, a daemon thread per attempt (so a hung tool never blocks the
     interpreter's exit). Returns :data:`Attempted`; exceptions of the tool are returned, not raised.
-    Carried out by :func:`attempt` / :func:`aattempt`, which the one-attempt paths call directly.
+    Carried out by :func:`attempt` / :func:`aattempt`.
     """
 
     __slots__ = ("tool", "kwargs", "timeout", "executor")
@@ -139,7 +136,7 @@ def attempt(tool: Tool, kwargs: dict[str, Any], timeout: float | None = None) ->
         if not futures.wait((future,), timeout=timeout).done:
             return None, _timed_out(tool, timeout)
         value, error = future.result()
-    if error is None and type(value) not in _PLAIN and inspect.isawaitable(value):  # from a sync function
+    if error is None and inspect.isawaitable(value):  # from a sync function
         getattr(value, "close", lambda: None)()  # close it: no "coroutine was never awaited" warning
         return None, _async_in_sync_run(tool)
     return value, error
@@ -152,7 +149,7 @@ async def aattempt(tool: Tool, kwargs: dict[str, Any], timeout: float | None = N
     have a timeout."""
     if timeout is None and _at_once(tool):
         value, error = _called(tool, kwargs)
-        if error is None and type(value) not in _PLAIN and inspect.isawaitable(value):
+        if error is None and inspect.isawaitable(value):
             return await _awaited(value, tool)
         return value, error
     try:
@@ -161,7 +158,7 @@ async def aattempt(tool: Tool, kwargs: dict[str, Any], timeout: float | None = N
             value, error = await _within(_awaited(coroutine, tool), timeout, tool)
         else:
             value, error = await _within(_threaded(tool, kwargs, timeout, executor), timeout, tool)
-        if error is None and type(value) not in _PLAIN and inspect.isawaitable(value):  # a sync function's
+        if error is None and inspect.isawaitable(value):  # a sync function's
             value, error = await _awaited(value, tool)
     except _PASSED_ON:
         raise
@@ -265,58 +262,16 @@ def tool_call(
 
 def invoke_tool(tool: Tool | Callable[..., Any], arguments: str | Mapping[str, Any] | None = None,
                 context: Mapping[str, Any] | None = None, **options: Any) -> ToolOutcome:
-    """Call ``tool`` synchronously; ``options`` are :func:`tool_call`'s (``validated``, ``retry``, ``timeout``).
-    An async tool gives an error outcome."""
-    if _single_attempt(tool, options):
-        started, kwargs = _direct_kwargs(tool, arguments, context, options.get("validated", False))  # type: ignore[arg-type]
-        if type(kwargs) is ToolOutcome:  # invalid arguments: the function never runs
-            return kwargs
-        value, error = attempt(tool, kwargs)  # type: ignore[arg-type]
-        return _outcome(value, error, 1, started)
+    """Call ``tool`` synchronously: :func:`tool_call` driven by ``run_exchange`` (``options`` are its
+    ``validated``, ``retry``, ``timeout``). An async tool gives an error outcome."""
     return run_exchange(tool_call(tool, arguments, context, **options))
 
 
 async def ainvoke_tool(tool: Tool | Callable[..., Any], arguments: str | Mapping[str, Any] | None = None,
                        context: Mapping[str, Any] | None = None, **options: Any) -> ToolOutcome:
-    """Call ``tool`` from async code (``options`` as :func:`tool_call`'s, ``executor`` included): coroutine tools
-    are awaited, sync tools run in a worker thread."""
-    if _single_attempt(tool, options):
-        started, kwargs = _direct_kwargs(tool, arguments, context, options.get("validated", False))  # type: ignore[arg-type]
-        if type(kwargs) is ToolOutcome:
-            return kwargs
-        value, error = await aattempt(tool, kwargs)  # type: ignore[arg-type]
-        return _outcome(value, error, 1, started)
+    """Call ``tool`` from async code: :func:`tool_call` driven by ``arun_exchange`` (``options`` as
+    :func:`tool_call`'s, ``executor`` included): coroutine tools are awaited, sync tools run in a worker thread."""
     return await arun_exchange(tool_call(tool, arguments, context, **options))
-
-
-def invoke_validated(tool: Tool, kwargs: dict[str, Any], context: Mapping[str, Any] | None = None) -> ToolOutcome:
-    """``invoke_tool(tool, kwargs, context, validated=True)`` for a :class:`Tool` whose arguments are already
-    validated (the agent's tool node: its decision validated them), with no options to look at: the same
-    outcome, on the shortest path when the call is one attempt."""
-    if tool.retry is None and tool.timeout is None and step_runner() is None:
-        started, kwargs = _direct_kwargs(tool, kwargs, context, True) if tool.hidden else (time.perf_counter(), kwargs)
-        if type(kwargs) is ToolOutcome:
-            return kwargs
-        value, error = attempt(tool, kwargs)
-        return _outcome(value, error, 1, started)
-    return run_exchange(tool_call(tool, kwargs, context, validated=True))
-
-
-async def ainvoke_validated(tool: Tool, kwargs: dict[str, Any],
-                            context: Mapping[str, Any] | None = None) -> ToolOutcome:
-    """Async twin of :func:`invoke_validated`."""
-    if tool.retry is None and tool.timeout is None and step_runner() is None:
-        started, kwargs = _direct_kwargs(tool, kwargs, context, True) if tool.hidden else (time.perf_counter(), kwargs)
-        if type(kwargs) is ToolOutcome:
-            return kwargs
-        if _at_once(tool):  # what aattempt does for it, without a coroutine of its own (on every step of a run)
-            value, error = _called(tool, kwargs)
-            if type(value) not in _PLAIN and inspect.isawaitable(value):
-                value, error = await _awaited(value, tool)
-        else:
-            value, error = await aattempt(tool, kwargs)
-        return _outcome(value, error, 1, started)
-    return await arun_exchange(tool_call(tool, kwargs, context, validated=True))
 
 
 def shown(outcome: ToolOutcome, tool: str) -> ToolOutcome:
@@ -331,27 +286,6 @@ def shown(outcome: ToolOutcome, tool: str) -> ToolOutcome:
     except ToolResultError as exc:
         return ToolOutcome(None, f"{type(exc).__name__}: {exc}", outcome.attempts, outcome.duration_s, exc)
     return outcome
-
-
-def _single_attempt(tool: Any, options: Mapping[str, Any]) -> bool:
-    """Whether calling ``tool`` is exactly one attempt that the caller may carry out itself, as the exchange's
-    driver would: a :class:`Tool` without retry or timeout (its own or given), no executor given, and not a step
-    of a durable run (whose runner must record it). Such calls skip the exchange's generator and driver."""
-    return (type(tool) is Tool and tool.retry is None and tool.timeout is None
-            and (not options or options.keys() == {"validated"}) and step_runner() is None)
-
-
-def _direct_kwargs(tool: Tool, arguments: Any, context: Mapping[str, Any] | None,
-                   validated: bool) -> tuple[float, dict[str, Any] | ToolOutcome]:
-    """(start time, the keyword arguments of the one attempt), or the error outcome of arguments that are
-    invalid."""
-    started = time.perf_counter()
-    if tool.hidden or not validated:
-        try:
-            arguments = _kwargs(tool, arguments, context, validated)
-        except (ToolArgumentsError, ToolDefinitionError) as exc:
-            return started, _outcome(None, exc, 0, started)
-    return started, arguments or {}  # validated, no hidden parameter: the arguments as they are
 
 
 def _kwargs(tool: Tool, arguments: Any, context: Mapping[str, Any] | None, validated: bool) -> dict[str, Any]:

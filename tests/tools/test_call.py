@@ -18,7 +18,6 @@ from llamabot.tools.call import (
     Sleep,
     ToolAttempt,
     ToolOutcome,
-    _single_attempt,
     ainvoke_tool,
     invoke_tool,
     tool_call,
@@ -99,12 +98,10 @@ async def test_tool_call_010_sync_and_async_runs_give_equal_outcomes(the_tool, a
     [(add, {"a": 2, "b": "3"}, False), (divide, {"a": 1, "b": 0}, True), (add, {"a": "x"}, False),
      (lookup, {"name": "k"}, True), (slow_add, {"a": 1, "b": 2}, True)],
 )
-async def test_tool_call_010_a_single_attempt_taken_directly_equals_the_driven_exchange(the_tool, arguments, validated):
-    """invoke_tool/ainvoke_tool carry a one-attempt call out themselves (no retry, no timeout, no step runner):
-    the outcome is the one the exchange's drivers give."""
+async def test_tool_call_010_invoking_a_tool_equals_the_driven_exchange(the_tool, arguments, validated):
+    """invoke_tool/ainvoke_tool are the exchange driven: the outcome is the one the drivers give."""
     the_tool = as_tool(the_tool)
     context = {"globals_dict": {"k": "v"}}
-    assert _single_attempt(the_tool, {"validated": validated})
     assert invoke_tool(the_tool, arguments, context, validated=validated) == run_exchange(
         tool_call(the_tool, arguments, context, validated=validated))
     assert await ainvoke_tool(the_tool, arguments, context, validated=validated) == await arun_exchange(
@@ -112,7 +109,7 @@ async def test_tool_call_010_a_single_attempt_taken_directly_equals_the_driven_e
 
 
 async def test_tool_call_010_inside_a_step_runner_every_call_is_still_handed_to_the_runner():
-    """A durable run's runner records each attempt: the direct path is never taken under one."""
+    """A durable run's runner records each attempt."""
     seen: list[Any] = []
 
     class Recording:
@@ -126,12 +123,9 @@ async def test_tool_call_010_inside_a_step_runner_every_call_is_still_handed_to_
 
     the_tool = as_tool(add)
     with using_steps(Recording()):
-        assert not _single_attempt(the_tool, {"validated": True})
         assert invoke_tool(the_tool, {"a": 1, "b": 2}, validated=True).value == 3
         assert (await ainvoke_tool(the_tool, {"a": 2, "b": 2}, validated=True)).value == 4
     assert [type(r) for r in seen] == [ToolAttempt, ToolAttempt]
-    assert not _single_attempt(as_tool(flaky_tool(0, [], retries=2)), {})  # a retry policy: the exchange decides
-    assert not _single_attempt(the_tool, {"timeout": 1.0})
 
 
 def test_tool_call_010_a_successful_call_has_its_value_and_one_attempt():
