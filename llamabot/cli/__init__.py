@@ -246,7 +246,8 @@ def _register_patterns() -> None:
     """Each reasoning pattern adds its commands from its own ``cli`` module (typer and rich only at import)."""
     import importlib
 
-    for module in ("llamabot.cli.models", "llamabot.cli.aot", "llamabot.cli.tot", "llamabot.cli.anot", "llamabot.cli.runs"):
+    for module in ("llamabot.cli.models", "llamabot.cli.aot", "llamabot.cli.tot", "llamabot.cli.anot", "llamabot.cli.runs",
+                   "llamabot.cli.console"):
         importlib.import_module(module).register(app, eval_app)
 
 

@@ -1,0 +1,54 @@
+"""Bot factories of the console tests, importable by spec from a worker process.
+
+``make_payment_agent``: its first call is ``transfer(amount=10.0, to=<the question>)`` (approval needed), then
+it answers with the tool's result: the question flows into a tool argument, so a hostile question is a hostile
+argument. ``make_failing_agent``: its tool always raises, then it answers.
+"""
+
+from __future__ import annotations
+
+import json
+
+from llamabot import AgentBot, tool
+from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
+from tests.durable.agents import transfer
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up (always fails: the page must show the error).
+
+    Args:
+        key: What to look up.
+    """
+    raise KeyError(f"no entry {key!r}")
+
+
+class PaymentModel:
+    """Calls ``first`` with the question as its argument ``argument``, then answers with the tool's result."""
+
+    def __init__(self, first: str, argument: str, extra: dict | None = None):
+        self.name, self.first, self.argument, self.extra = "payments-model", first, argument, extra or {}
+
+    def _reply(self, request: ModelRequest) -> ModelReply:
+        results = [m["content"] for m in request.messages if m.get("role") == "tool"]
+        if not results:
+            call = (self.first, {**self.extra, self.argument: request.last_user_text})
+        else:
+            call = ("respond_to_user", {"response": f"done: {results[-1]}"})
+        return ModelReply(content=None, finish_reason="tool_calls", usage=Usage(120, 30, 0.0015),
+                          tool_calls=(ToolCallRequest(f"call_{len(results)}", call[0], json.dumps(call[1])),))
+
+    def complete(self, request: ModelRequest, on_token=None) -> ModelReply:
+        return self._reply(request)
+
+    async def acomplete(self, request: ModelRequest, on_token=None) -> ModelReply:
+        return self._reply(request)
+
+
+def make_payment_agent() -> AgentBot:
+    return AgentBot(tools=[transfer], model=PaymentModel("transfer", "to", {"amount": 10.0}))
+
+
+def make_failing_agent() -> AgentBot:
+    return AgentBot(tools=[lookup], model=PaymentModel("lookup", "key"), max_iterations=3)

@@ -1,0 +1,130 @@
+"""Fixtures of the console tests: a SQLite runs database, a real ``llamabot worker``, the console served by
+``llamabot console`` on a free loopback port (real uvicorn), and headless Chromium driven by Playwright.
+
+Chromium is Debian's package (Playwright's own browser download is not reachable here): ``apt-get install -y
+chromium``, as ``.ci/run`` does. A missing browser fails the browser tests with that hint; nothing is skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from llamabot.durable.runs import client, enqueue
+from tests.durable.conftest import PYTHON, subprocess_env
+from tests.durable.workers import Worker
+
+CLI = "from llamabot.cli import main; main()"
+#: Where screenshots go when ``$LLAMABOT_CONSOLE_SCREENSHOTS`` is set (``docs/design/console/``).
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "design" / "console"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ConsoleServer:
+    """``llamabot console`` in a subprocess, answering on ``url``."""
+
+    def __init__(self, db: str, log: Path, *args: str, env: dict[str, str] | None = None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        self.proc = subprocess.Popen([PYTHON, "-c", CLI, "console", "--db", db, "--port", str(self.port), *args],
+                                     env=subprocess_env(**(env or {})), stderr=log.open("w"),
+                                     stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while True:
+            assert self.proc.poll() is None, f"the console exited: {log.read_text()}"
+            assert time.monotonic() < deadline, f"the console did not answer: {log.read_text()}"
+            try:
+                httpx.get(self.url + "/static/console.css", timeout=1)
+                return
+            except httpx.TransportError:
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture
+def db(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'runs.sqlite'}"
+
+
+@pytest.fixture
+def worker(db, tmp_path, files):
+    started = Worker(db, "console-worker", tmp_path / "worker.log", concurrency=4)
+    yield started
+    started.stop(signal.SIGTERM)
+
+
+@pytest.fixture
+def files(tmp_path, monkeypatch):
+    effects = tmp_path / "effects.txt"
+    monkeypatch.setenv("DURABLE_EFFECTS", str(effects))
+    return effects
+
+
+@pytest.fixture
+def console(db, tmp_path):
+    server = ConsoleServer(db, tmp_path / "console.log")
+    yield server
+    server.stop()
+
+
+def start_run(db: str, query: str, run_id: str, factory: str = "tests.console.bots:make_payment_agent") -> str:
+    with client(db) as via:
+        return enqueue(factory, query, {}, run_id, via=via)
+
+
+def chromium_path() -> str:
+    """Debian's Chromium (or ``$LLAMABOT_CHROMIUM``); fails with the install hint when it is missing."""
+    found = os.environ.get("LLAMABOT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not found:
+        pytest.fail("the console's browser tests need Chromium: apt-get install -y chromium (as .ci/run does), "
+                    "or set $LLAMABOT_CHROMIUM to a Chromium binary", pytrace=False)
+    return found
+
+
+@pytest.fixture(scope="session")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail('the console\'s browser tests need Playwright: pip install -e ".[dev]"', pytrace=False)
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium_path(), headless=True,
+                                              args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    opened = context.new_page()
+    yield opened
+    context.close()
+
+
+def screenshot(page, name: str) -> None:
+    """Save the page as ``docs/design/console/<name>.png`` when ``$LLAMABOT_CONSOLE_SCREENSHOTS`` is set."""
+    if os.environ.get("LLAMABOT_CONSOLE_SCREENSHOTS"):
+        page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)

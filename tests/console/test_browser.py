@@ -1,0 +1,86 @@
+"""The console in a real browser (headless Chromium through Playwright) against a real server, worker and
+SQLite database: a run waits for an approval, a person approves, edits or rejects it on the page, and the page
+shows the run finish, live, with the answer. Requirement IDs: docs/design/console/console-EARS.md."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+from tests.console.conftest import screenshot, start_run
+
+WAIT_MS = 30_000
+
+
+def open_waiting_run(page, console, run_id: str) -> None:
+    """From the runs list (reloaded until the worker has reached the approval) to the run's page."""
+    page.goto(f"{console.url}/runs")
+    row = page.locator(f'tr[data-run="{run_id}"]')
+    for _ in range(150):
+        if row.count() and row.locator('[data-status="waiting"]').count():
+            break
+        page.wait_for_timeout(200)
+        page.reload()
+    expect(row.locator('[data-status="waiting"]')).to_be_visible()
+    row.get_by_role("link", name=run_id).click()
+    expect(page.locator("#approval h3")).to_contain_text("transfer")
+
+
+def test_con_appr_010_a_waiting_run_is_approved_in_the_browser_and_finishes_live(page, console, worker, db):
+    start_run(db, "alice", "pay-alice")
+    open_waiting_run(page, console, "pay-alice")
+    screenshot(page, "run-waiting")
+    expect(page.locator("#approval textarea")).to_have_value(re.compile(r'"to": "alice"'))
+    page.get_by_role("button", name="Approve").click()
+    expect(page.locator(".flash")).to_contain_text("Approved")
+    # no reload from here: the page follows the run over server-sent events
+    expect(page.locator("#answer")).to_have_text("done: sent 10.0 to alice", timeout=WAIT_MS)
+    expect(page.locator("#summary [data-status]")).to_have_text("succeeded")
+    expect(page.locator("#decisions")).to_contain_text("approve #1 by console:")
+    expect(page.locator('details.cat-tool_call summary .name', has_text="transfer")).to_be_visible()
+    screenshot(page, "run-finished")
+
+
+def test_con_appr_020_a_rejected_call_shows_the_model_the_reason(page, console, worker, db):
+    start_run(db, "mallory", "pay-mallory")
+    open_waiting_run(page, console, "pay-mallory")
+    page.locator('input[name="reason"]').fill("not a known payee")
+    page.get_by_role("button", name="Reject").click()
+    expect(page.locator("#answer")).to_contain_text("not a known payee", timeout=WAIT_MS)
+    expect(page.locator("#answer")).not_to_contain_text("sent 10.0")
+    expect(page.locator("#decisions")).to_contain_text("reject #1")
+
+
+def test_con_appr_030_edited_arguments_are_what_the_tool_runs_with(page, console, worker, db):
+    start_run(db, "bob", "pay-bob")
+    open_waiting_run(page, console, "pay-bob")
+    page.locator("#approval textarea").fill('{"amount": 5, "to": "bob"}')
+    page.get_by_role("button", name="Approve").click()
+    expect(page.locator("#answer")).to_have_text(re.compile(r"done: sent 5(\.0)? to bob"), timeout=WAIT_MS)
+
+
+def test_con_esc_010_a_hostile_argument_renders_as_text(page, console, worker, db):
+    hostile = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
+    start_run(db, hostile, "pay-hostile")
+    open_waiting_run(page, console, "pay-hostile")
+    expect(page.locator("#approval textarea")).to_have_value(re.compile(re.escape('"to": "<script>window.pwned')))
+    expect(page.locator("pre.query")).to_have_text(hostile)
+    assert page.locator("#live img, #live script").count() == 0
+    page.goto(f"{console.url}/approvals")
+    expect(page.locator('article[data-run="pay-hostile"] p.query')).to_contain_text("<script>")
+    page.goto(f"{console.url}/runs")
+    expect(page.locator('tr[data-run="pay-hostile"] td.query')).to_contain_text("<script>")
+    assert page.evaluate("window.pwned") is None
+    screenshot(page, "runs-list")
+
+
+def test_con_appr_040_the_approvals_page_decides_too(page, console, worker, db):
+    start_run(db, "carol", "pay-carol")
+    open_waiting_run(page, console, "pay-carol")
+    page.goto(f"{console.url}/approvals")
+    card = page.locator('article[data-run="pay-carol"]')
+    expect(card.locator("code.tool")).to_have_text("transfer")
+    screenshot(page, "approvals")
+    card.get_by_role("button", name="Approve").click()
+    expect(page.locator("#answer")).to_have_text("done: sent 10.0 to carol", timeout=WAIT_MS)
