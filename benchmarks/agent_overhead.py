@@ -19,6 +19,8 @@
 - ``reuse_ratio``: per-step time of a call after 200 on one reused AgentBot (its conversation kept, the window
   capped by ``history_limit``) over a new bot's first call, side by side (the median of the pairs' ratios; every
   call three decisions).
+- ``otel_live_ratio``: the same, exporting the live way only (``OTelHook(direct=False)``: the public tracing API):
+  what the direct way saves (see ``observe/otel.py``)
 - ``otel_ratio``: CPU time per decision step with every run exported to OpenTelemetry
   (``llamabot.observe.otel.instrument`` with the SDK, a ``SimpleSpanProcessor`` and the in-memory exporter: each
   span converted and exported as it ends, on the run's thread) over the same without export, side by side.
@@ -429,13 +431,14 @@ def sdk_export_floor_us(spans: int) -> float:
     return elapsed / spans * 1e6
 
 
-def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float, float, float, float]:
+def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float, float, float, float, float]:
     """``otel_step_us`` side by side, the least disturbed (smallest) of ``rounds`` samples each, alternating
     within each round: (export off, exporting with the SDK to memory, exporting to the API's no-op provider,
     one bare SDK span, exporting to memory through a ``BatchSpanProcessor`` — the processor
     ``instrument()`` makes from the environment — flushed inside the measured time so its thread's export
-    counts, the SDK's own floor per exported span: ``sdk_export_floor_us``, and the step exporting through
-    :class:`SDKFloorHook`: the SDK's part of each span in a run, with no mapping)."""
+    counts, the SDK's own floor per exported span: ``sdk_export_floor_us``, the step exporting through
+    :class:`SDKFloorHook`: the SDK's part of each span in a run, with no mapping, and the step exporting the live
+    way only: ``OTelHook(direct=False)``, the public tracing API)."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -450,9 +453,13 @@ def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float, floa
     batch_provider = TracerProvider()
     batch_provider.add_span_processor(BatchSpanProcessor(batch_exporter, max_queue_size=1 << 16))
     floor_hook = SDKFloorHook()
+    live_hook = otel.OTelHook(provider, direct=False)
     otel_step_us(max(runs // 5, 5))  # warm-up
-    off, exporting, noop, batched, floor_run = [], [], [], [], []
+    off, exporting, noop, batched, floor_run, live = [], [], [], [], [], []
     for _ in range(rounds):
+        set_process_hooks((live_hook,))
+        live.append(otel_step_us(runs))
+        exporter.clear()
         set_process_hooks((floor_hook,))
         floor_run.append(otel_step_us(runs))
         set_process_hooks(())
@@ -475,7 +482,7 @@ def bench_otel(runs: int, rounds: int) -> tuple[float, float, float, float, floa
         bare.append(sdk_span_us(provider, runs * 10))
         exporter.clear()
         floor.append(sdk_export_floor_us(runs * 10))
-    return min(off), min(exporting), min(noop), min(bare), min(batched), min(floor), min(floor_run)
+    return min(off), min(exporting), min(noop), min(bare), min(batched), min(floor), min(floor_run), min(live)
 
 
 #: One sample of ``bench_otel_off`` in a fresh interpreter: the best ``otel_step_us`` of a process where export
@@ -578,9 +585,10 @@ def main() -> None:
     reuse_ratio = bench_reuse(reuse_calls, reuse_window)
     print(f"reused bot: per-step time at call {reuse_calls} / first calls -> ratio {reuse_ratio:.2f}")
 
-    otel_base_us, otel_on_us, otel_noop_us, otel_sdk_span_us, otel_batch_us, otel_floor_us, otel_floor_run_us = (
-        bench_otel(otel_runs, otel_rounds))
+    (otel_base_us, otel_on_us, otel_noop_us, otel_sdk_span_us, otel_batch_us, otel_floor_us, otel_floor_run_us,
+     otel_live_us) = bench_otel(otel_runs, otel_rounds)
     otel_floor_run_ratio = otel_floor_run_us / otel_base_us
+    otel_live_ratio = otel_live_us / otel_base_us
     otel_ratio = otel_on_us / otel_base_us
     otel_floor_ratio = (otel_base_us + OTEL_SPANS_PER_STEP * otel_floor_us) / otel_base_us
     otel_batch_ratio = otel_batch_us / otel_base_us
@@ -595,6 +603,9 @@ def main() -> None:
           f"{otel_on_us - otel_base_us - OTEL_SPANS_PER_STEP * otel_floor_us:.1f} µs per step")
     print(f"OpenTelemetry SDK floor in a run: {otel_floor_run_us:.1f} µs per step exporting each span through a hook "
           f"that does only the SDK's part (no mapping) -> ratio {otel_floor_run_ratio:.2f}")
+    print(f"OpenTelemetry the live way only (OTelHook(direct=False), the public tracing API): {otel_live_us:.1f} µs "
+          f"per step -> ratio {otel_live_ratio:.2f}; the direct way saves "
+          f"{1 - (otel_on_us - otel_base_us) / max(otel_live_us - otel_base_us, 1e-9):.0%} of the export's cost")
     otel_never_us, otel_off_us = bench_otel_off(otel_runs, *otel_off_pairs)
     otel_off_ratio = otel_off_us / otel_never_us
     print(f"OpenTelemetry off, CPU per step (fresh interpreters, alternating): {otel_never_us:.1f} µs never "
@@ -608,7 +619,7 @@ def main() -> None:
         f"litellm_call_ms={plain_ms:.2f} litellm_zero_cost_call_ms={zero_ms:.2f} otel_ratio={otel_ratio:.3f} otel_batch_ratio={otel_batch_ratio:.3f} "
         f"otel_noop_ratio={otel_noop_ratio:.3f} otel_off_ratio={otel_off_ratio:.3f} "
         f"otel_sdk_span_us={otel_sdk_span_us:.1f} otel_floor_us={otel_floor_us:.2f} otel_floor_ratio={otel_floor_ratio:.3f} "
-        f"otel_floor_run_ratio={otel_floor_run_ratio:.3f} "
+        f"otel_floor_run_ratio={otel_floor_run_ratio:.3f} otel_live_ratio={otel_live_ratio:.3f} "
         f"quick={int(quick)}"
     )
 

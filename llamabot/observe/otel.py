@@ -107,12 +107,19 @@ class OTelHook(RunHooks):
             a no-op until the application sets an SDK provider).
         capture_content: record message contents; default: ``$OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``,
             else off.
+        direct: ``False``: always the live way (the public tracing API only). Why the direct way exists: it costs
+            a traced agent step well under half of what the live way costs (``otel_live_ratio`` against
+            ``otel_ratio`` in ``benchmarks/agent_overhead.py``), at the price of reading three SDK attributes
+            (``Tracer._is_enabled``, ``Tracer._span_limits``, the provider's ``_span_processors``) to know it is
+            exact; if they are missing, runs take the live way.
     """
 
-    def __init__(self, tracer_provider: TracerProvider | None = None, *, capture_content: bool | None = None):
+    def __init__(self, tracer_provider: TracerProvider | None = None, *, capture_content: bool | None = None,
+                 direct: bool = True):
         provider = tracer_provider if tracer_provider is not None else otel_trace.get_tracer_provider()
         self.tracer = provider.get_tracer("llamabot", _llamabot_version())
         self.capture_content = capture_from_env() if capture_content is None else bool(capture_content)
+        self.direct = bool(direct)
         self._key = f"_otel_{id(self):x}"  # where this hook keeps the OTel record of each of our spans
         # the record of each run going the direct way, by trace id, from its root's start to its end: every span of
         # such a run shares it, so a starting span finds it here without looking up its parent
@@ -166,7 +173,7 @@ class OTelHook(RunHooks):
     def _direct_tracer(self) -> tuple[Any, tuple[Any, ...]] | None:
         """(the SDK tracer, its span processors) when the direct way is exact for a new root run (see the class
         docstring), else None."""
-        if self.capture_content:
+        if self.capture_content or not self.direct:
             return None
         tracer = self.tracer
         if isinstance(tracer, otel_trace.ProxyTracer):  # spans go to whatever provider is global now
@@ -178,9 +185,9 @@ class OTelHook(RunHooks):
             tracer = self._global[1]
         if not isinstance(tracer, SDKTracer) or not isinstance(tracer.sampler, ParentBased):
             return None
-        if not tracer._is_enabled():  # a tracer configurator turned llamabot off: the live way drops spans
+        enabled, limits = getattr(tracer, "_is_enabled", None), getattr(tracer, "_span_limits", None)
+        if enabled is None or limits is None or not enabled():  # unknown SDK, or llamabot turned off: the live way
             return None
-        limits = tracer._span_limits
         count, length = limits.max_span_attributes, limits.max_span_attribute_length
         if (count is not None and count < DIRECT_MAX_ATTRIBUTES) or (
             length is not None and length < DIRECT_MAX_LENGTH

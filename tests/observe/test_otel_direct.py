@@ -150,11 +150,12 @@ def test_obs_otel_130_the_sampler_decides_per_run_and_every_span_of_a_run_follow
     assert 0 < len(per_trace) < 24  # some runs kept, some dropped (odds of failing: 2 in 16 million)
 
 
-def test_obs_otel_140_other_samplers_small_span_limits_and_contents_take_the_live_way():
+def test_obs_otel_140_other_samplers_small_span_limits_contents_and_direct_false_take_the_live_way():
     for provider, options in [
         (TracerProvider(sampler=ALWAYS_ON), {}),
         (TracerProvider(span_limits=SpanLimits(max_span_attributes=3)), {}),
         (TracerProvider(), {"capture_content": True}),
+        (TracerProvider(), {"direct": False}),  # asked for: the public tracing API only
     ]:
         exporter = InMemorySpanExporter()
         provider.add_span_processor(SimpleSpanProcessor(exporter))
