@@ -1,6 +1,7 @@
 """Tools: ``@tool`` turns typed functions into tool descriptions; ``DEFAULT_TOOLS`` ships with every agent;
 ``llamabot.tools.call`` is the one logic that calls a tool (validation, timeout, retries, sync or async)."""
 
+from llamabot.tools.context import RunContext
 from llamabot.tools.defaults import (
     DEFAULT_TOOLS,
     inspect_globals,
@@ -8,7 +9,6 @@ from llamabot.tools.defaults import (
     return_object_to_user,
     today_date,
 )
-from llamabot.tools.context import RunContext
 from llamabot.tools.retry import Retry
 from llamabot.tools.tool import DECIDE, Tool, as_tool, build_tool, tool
 
