@@ -54,6 +54,7 @@ PRINTS: dict[str, list[str]] = {
     "tour/tot.md": ["completed", "= 24", "True"],
     "tour/durable.md": ["[('pay', {'amount': 5.0, 'to': 'alice'})]", "sent 5.0 to alice", "437", "5"],
     "tour/mcp.md": ["['echo']", "437", "True"],
+    "tour/console.md": ["437", "200 True"],
     "tour/evals.md": ["2/2 right"],
     "tour/otel.md": ["invoke_agent", "execute_tool", "chat", "gen_ai.usage.input_tokens"],
 }
