@@ -41,7 +41,6 @@ class Decision:
     errors: list[str]
     failed_raw: tuple[str, str] | None  # (tool, raw arguments) of the last invalid call
 
-    # written out (one is made for every decision): the generated one checks three default factories
     def __init__(self, calls: list[PendingCall] | None = None, messages: list[Message] | None = None,
                  errors: list[str] | None = None, failed_raw: tuple[str, str] | None = None):
         self.calls = [] if calls is None else calls

@@ -68,8 +68,7 @@ class Flow(pocketflow.Flow):
             if getattr(type(current), "__copy__", None) is not _SAME:  # not a DualNode: copy it, as pocketflow does
                 current = _copied(current, params)
             action = current._run(shared)
-            following = current.successors.get(action or "default")  # next_node's usual case, inline
-            current = following if following is not None else next_node(current, action)
+            current = next_node(current, action)
         return action
 
 
@@ -98,8 +97,7 @@ class AsyncFlow(pocketflow.AsyncFlow):
                 action = await current._run_async(shared)
             else:
                 action = current._run(shared)
-            following = current.successors.get(action or "default")
-            current = following if following is not None else next_node(current, action)
+            current = next_node(current, action)
         return action
 
 
@@ -142,8 +140,8 @@ class DualNode(pocketflow.AsyncNode):
             return None
         return start_span(self.span_name or node_label(self), self.span_kind, self.span_category, shared, attributes)
 
-    # The two paths below differ only in how exec is called; the rest is written out in both rather than in more
-    # shared helpers, because it runs for every step of every graph.
+    # The two paths below differ only in how exec is called (tests/graph/test_flow_twins.py walks random graphs
+    # both ways and compares the steps).
     def _run(self, shared: dict[str, Any]) -> Any:  # the sync path, as pocketflow.Node._run
         prep_res = self.prep(shared)
         opened = None if self.span_kind is None else self._open(shared, prep_res)

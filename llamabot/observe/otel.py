@@ -469,8 +469,8 @@ class _DirectRun:
             kind,
             None,
             status,
-            offset + round(span.start * 1e9),  # _start_ns and _end_ns, written out (every span)
-            offset + round((span.end if span.end is not None else time.perf_counter()) * 1e9),
+            _start_ns(span, offset),
+            _end_ns(span, offset),
             hook._scope,
         )
         for processor in self.processors:

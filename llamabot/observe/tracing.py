@@ -106,7 +106,6 @@ def _index_of(spans: list[Span], span: Span) -> int:
     raise RuntimeError("a span vanished from its trace while it was being opened")  # spans are only appended
 
 
-_new_span = object.__new__
 _clock = time.perf_counter  # spans' clock
 
 
@@ -118,8 +117,6 @@ class Trace:
     spans: list[Span]
     usage: RunUsage
 
-    # written out rather than generated: a new trace is made for every run, and the generated __init__ with its
-    # default factories cost twice as much
     def __init__(self, trace_id: str | None = None, spans: list[Span] | None = None, usage: RunUsage | None = None):
         self.trace_id = trace_id or new_trace_id()
         self.spans = [] if spans is None else spans
@@ -202,7 +199,6 @@ class LiveRun:
     tokens: bool  # some hook listens to token deltas
     limits: UsageLimits | None  # checked by the model seam before each request (shared with nested runs)
 
-    # written out rather than generated (one is made for every run): the generated one checks its default factory
     def __init__(self, trace: Trace, hooks: tuple[RunHooks, ...] = (), values: dict[str, Any] | None = None,
                  log: bool = True, tokens: bool = False, limits: UsageLimits | None = None):
         self.trace, self.hooks, self.values = trace, hooks, {} if values is None else values
@@ -260,21 +256,9 @@ def start_span(name: str, kind: str, category: str, state: Any, attributes: dict
     context, parent = active
     trace = context.trace
     spans = trace.spans
-    # Span's fields set here rather than by its generated __init__ (a Python call with ten arguments): a step
-    # opens three spans, and this is a tenth of what making each costs
-    current = _new_span(Span)
-    current.parent_id = parent.span_id if parent is not None else None
-    current.name = name
-    current.kind = kind
-    current.category = category
-    current.attributes = attributes
-    current.end = current.error = None
-    current.trace_id = trace.trace_id
-    current.start = _clock()
-    current.span_id = index = len(spans)  # its index, unless another thread appends first (_appended, written out)
-    spans.append(current)
-    if spans[index] is not current:
-        current.span_id = _index_of(spans, current)
+    current = Span(-1, parent.span_id if parent is not None else None, name, kind, _clock(), None, attributes, None,
+                   category, trace.trace_id)
+    current.span_id = _appended(spans, current)
     token = _CURRENT.set((context, current)) if not passive or context.tokens else None
     if context.hooks:
         for hook in context.hooks:
