@@ -65,17 +65,18 @@ def test_dur_stop_010_sigterm_lets_the_steps_in_flight_finish_and_a_live_worker_
 
 
 def test_dur_stop_020_a_step_longer_than_the_grace_period_does_not_hold_the_worker(postgres_url, files, tmp_path):
-    """DUR-STOP-020: ``LLAMABOT_DURABLE_GRACE_S=1`` and 6 s model calls: SIGTERM stops the worker after about a
-    second, exit 0, its runs PENDING without an error."""
+    """DUR-STOP-020: ``llamabot worker --grace 1`` (over ``LLAMABOT_DURABLE_GRACE_S=30``) and 6 s model calls:
+    SIGTERM stops the worker after about a second, exit 0, its runs PENDING without an error."""
     _, model_log = files
     db = postgres_url.rsplit("/", 1)[0] + "/grace"
-    worker = Worker(db, "slow", tmp_path / "slow.log", concurrency=2, DURABLE_LATENCY_S="6",
-                    LLAMABOT_DURABLE_GRACE_S="1", **LIVENESS)
+    worker = Worker(db, "slow", tmp_path / "slow.log", 2, "--grace", "1", DURABLE_LATENCY_S="6",
+                    LLAMABOT_DURABLE_GRACE_S="30", **LIVENESS)
     enqueue_runs(db, 2, "s")
     _wait_for_starts(model_log, 2, worker.proc)
     stopped = time.monotonic()
     assert worker.stop(signal.SIGTERM) == 0, worker.text()
     assert time.monotonic() - stopped < 4.5
+    assert "grace 1 s" in worker.text()
     assert [(r.status, r.error) for r in list_runs(db)] == [("PENDING", None)] * 2
 
 

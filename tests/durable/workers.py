@@ -14,12 +14,12 @@ WORKER = "from llamabot.cli import main; main()"
 
 
 class Worker:
-    """One worker process and its stderr log."""
+    """One worker process and its stderr log (``options``: more command-line options, ``env``: its environment)."""
 
-    def __init__(self, db: str, name: str, log: Path, concurrency: int = 10, **env: str):
+    def __init__(self, db: str, name: str, log: Path, concurrency: int = 10, *options: str, **env: str):
         self.name, self.log = name, log
         self.proc = subprocess.Popen([PYTHON, "-c", WORKER, "worker", "--db", db, "--executor-id", name,
-                                      "--concurrency", str(concurrency)], env=subprocess_env(**env),
+                                      "--concurrency", str(concurrency), *options], env=subprocess_env(**env),
                                      stderr=log.open("w"), stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while "worker ready" not in self.text():
