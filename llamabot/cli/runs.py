@@ -85,8 +85,8 @@ def runs_list(db: Optional[str] = DB_OPTION,  # noqa: UP045 (typer needs Optiona
               older_than: Optional[str] = typer.Option(None, "--older-than", help="Only runs started longer ago "  # noqa: UP045
                                                        "than this: 90s, 10m, 2h, 1d, 1h30m."),
               limit: int = typer.Option(50, help="At most this many runs, newest first.")) -> None:
-    """The most recent durable runs; WAITING marks runs that wait for an approval. ``--status PENDING
-    --older-than 10m`` finds runs that may be stuck (``llamabot runs resume ID`` recovers one now)."""
+    """The most recent durable runs; WAITING marks runs that wait for an approval. --status PENDING --older-than
+    10m finds runs that may be stuck (llamabot runs resume ID recovers one now)."""
     durable = _durable()
     wanted = [part.strip() for option in status for part in option.split(",") if part.strip()]
     age = None if older_than is None else parse_age(older_than)
