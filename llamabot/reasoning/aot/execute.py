@@ -13,7 +13,7 @@ and :func:`execute_plan` / :func:`aexecute_plan` share:
   tool-call logic (:func:`llamabot.tools.call.tool_call`: validation, the retry policy, timeouts; sync tools in
   worker threads on the async path) driven by ``run_exchange`` / ``arun_exchange``, inside a ``tool_call`` span
   of kind ``atom`` (arguments: the resolved inputs) that the run's hooks see start and end as it happens.
-- :func:`run_layer` / :func:`arun_layer`: the atoms of one layer (in order, stopping at the first failure / all
+- :func:`run_layer` / :func:`arun_layer`: the atoms of one layer, all of them either way (in id order / all
   at once under ``asyncio.gather``); they return new atom records and change nothing.
 - :func:`apply_layer`, :func:`compensation_calls`, :func:`run_compensations` / :func:`arun_compensations`,
   :func:`apply_compensations`, :func:`finish`, :func:`execution_error`: the rest, on an :class:`ExecutionRecord`.
@@ -360,15 +360,13 @@ def _cause(outcome: ToolOutcome) -> str:
 
 
 def run_layer(tools: AtomTools, record: ExecutionRecord, index: int) -> list[AtomRecord]:
-    """The atoms of layer ``index``, one by one in id order, stopping at the first failure (the rest stay
-    ``not_run``); their new records. ``record`` is not changed (:func:`apply_layer` does that)."""
-    atoms, done = layer_atoms(record, index), []
+    """The atoms of layer ``index``, one by one in id order; the layer always finishes, so the same atoms run as
+    in :func:`arun_layer` (an atom's failure does not keep its independent neighbours from running; the failed
+    layer's completed atoms are compensated either way). Their new records; ``record`` is not changed
+    (:func:`apply_layer` does that)."""
+    atoms = layer_atoms(record, index)
     results = layer_results(record, atoms)
-    for atom in atoms:
-        done.append(run_atom(tools, atom, results))
-        if done[-1].status == "failed":
-            break
-    return done
+    return [run_atom(tools, atom, results) for atom in atoms]
 
 
 async def arun_layer(tools: AtomTools, record: ExecutionRecord, index: int,

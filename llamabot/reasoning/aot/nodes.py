@@ -179,8 +179,8 @@ THREADS = "aot_threads"
 class LayerNode(DualNode):
     """Run one execution layer per visit, then loop to itself (``"layer"``) until the last one (``"done"``), or
     stop at a failed layer (``"failed"``). Each atom is a ``tool_call`` span of kind ``atom`` (see
-    :func:`llamabot.reasoning.aot.execute.run_atom`): in id order on the sync path, stopping at the first failure;
-    all at once on the async path (``asyncio.gather``), the layer always finishing. The step's span is kind
+    :func:`llamabot.reasoning.aot.execute.run_atom`): in id order on the sync path, all at once on the async path
+    (``asyncio.gather``); either way every atom of the layer runs (the same atoms, the same failure). The step's span is kind
     ``layer`` with attributes ``layer`` (the index) and ``atoms`` (their ids)."""
 
     name = "execute"

@@ -326,3 +326,21 @@ def test_aot_exec_110_invalid_resolved_inputs_fail_the_atom_listing_the_problems
     with pytest.raises(AtomExecutionError) as info:
         execute_plan(p, TOOLS, DECISIONS)
     assert info.value.cause.startswith("a: ") and info.value.record.atoms[2].attempts == 0
+
+
+def test_aot_exec_045_sync_and_async_layers_run_the_same_atoms_when_one_fails():
+    """A layer always finishes, sync or async: an atom's failure does not keep its independent neighbours from
+    running, so the same atoms run (and are compensated) whichever way the bot is called."""
+    p = valid({"atoms": [
+        {"id": 1, "kind": "tool", "name": "divide", "input": {"a": 1, "b": 0}},
+        {"id": 2, "kind": "tool", "name": "add", "input": {"a": 2, "b": 3}},
+        {"id": 3, "kind": "final", "name": "report", "dependsOn": [1, 2]},
+    ]})
+    outcomes = []
+    for run in (lambda: execute_plan(p, TOOLS), lambda: asyncio.run(aexecute_plan(p, TOOLS))):
+        with pytest.raises(AtomExecutionError) as info:
+            run()
+        record = info.value.record
+        outcomes.append({i: (a.status, a.result) for i, a in record.atoms.items()})
+        assert record.failed_atom == 1 and record.atoms[2].status == "ok" and record.atoms[2].result == 5.0
+    assert outcomes[0] == outcomes[1]
