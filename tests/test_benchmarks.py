@@ -45,6 +45,10 @@ EXPECTED_KEYS: dict[str, set[str]] = {
         "durable_step_ratio_sqlite", "durable_step_ratio_postgres", "workers_ratio", "recovery_s",
         "dbos_idle_step_ms_sqlite", "dbos_idle_step_ms_postgres", "floor_ratio_sqlite", "floor_ratio_postgres", "quick",
     },
+    "console_page.py": {
+        "run_page_s", "run_page_browser_s", "run_page_all_s", "run_page_all_browser_s", "spans", "list_page_s",
+        "list_deep_page_s", "runs", "quick",
+    },
     "parallel_calls.py": {"sync_tool_ratio", "async_tool_ratio", "overhead_ms", "calls", "quick"},
     "mcp_overhead.py": {
         "mcp_call_us", "local_call_us", "ratio", "mcp_async_call_us", "sdk_call_us", "over_sdk_us", "mcp_cpu_us",

@@ -36,6 +36,8 @@ from llamabot.durable.errors import DurableError
 HERE = Path(__file__).parent
 #: Seconds between two looks at a run for its live page.
 POLL_S = 0.5
+#: Spans a run page draws per execution unless asked for all (``?all=1``).
+SPAN_LIMIT = 500
 #: The largest form accepted (bytes): edited arguments included.
 MAX_FORM_BYTES = 256_000
 
@@ -68,9 +70,10 @@ def create_app(db: str | None = None, *, token: str | None = None) -> FastAPI:
         html = env.get_template(template).render(csrf=request.state.csrf, db=redacted(reader.url), **values)
         return HTMLResponse(html, code, headers={"Cache-Control": "no-store"})
 
-    def run_values(run: RunRow, now_ms: float) -> dict[str, Any]:
+    def run_values(run: RunRow, now_ms: float, everything: bool = False) -> dict[str, Any]:
+        spans = executions(reader.spans(run.run_id), now_ms, None if everything else SPAN_LIMIT)
         return {"run": run, "finished": run.status in FINISHED, "decisions": reader.decisions(run.run_id),
-                "executions": executions(reader.spans(run.run_id), now_ms)}
+                "executions": spans, "everything": everything}
 
     def unknown(request: Request, run_id: str) -> HTMLResponse:
         return page(request, "message.html", 404, heading="Unknown run", run_id=None,
@@ -92,21 +95,30 @@ def create_app(db: str | None = None, *, token: str | None = None) -> FastAPI:
         return page(request, "runs.html", page=found, status=status, cursor=after, filters=list(FILTERS))
 
     @app.get("/runs/{run_id}")
-    def run_page(request: Request, run_id: str, decided: str | None = None) -> HTMLResponse:
+    def run_page(request: Request, run_id: str, decided: str | None = None, all: bool = False) -> HTMLResponse:  # noqa: A002
         run = reader.run(run_id)
         if run is None:
             return unknown(request, run_id)
         flash = {"approve": "Approved: the run goes on in its worker.",
                  "reject": "Rejected: the model is shown the rejection."}.get(decided or "")
         return page(request, "run.html", flash=flash, graph=reader.graph(run.bot), approval_error=None,
-                    **run_values(run, time.time() * 1000))
+                    **run_values(run, time.time() * 1000, all))
 
     @app.get("/runs/{run_id}/live")
-    def run_live(request: Request, run_id: str) -> HTMLResponse:
+    def run_live(request: Request, run_id: str, all: bool = False) -> HTMLResponse:  # noqa: A002
         run = reader.run(run_id)
         if run is None:
             return unknown(request, run_id)
-        return page(request, "live.html", approval_error=None, **run_values(run, time.time() * 1000))
+        return page(request, "live.html", approval_error=None, **run_values(run, time.time() * 1000, all))
+
+    @app.get("/runs/{run_id}/spans/{trace_id}/{span_id}")
+    def span_details(request: Request, run_id: str, trace_id: str, span_id: int) -> HTMLResponse:
+        span = reader.span(run_id, trace_id, span_id)
+        if span is None:
+            return page(request, "message.html", 404, heading="Unknown span", run_id=run_id,
+                        message=f"run {run_id!r} has no span {trace_id}:{span_id}")
+        details = json.dumps(span.attributes, indent=2, ensure_ascii=False, default=repr)
+        return page(request, "span.html", details=details)
 
     @app.get("/runs/{run_id}/events")
     async def run_events(run_id: str) -> StreamingResponse:

@@ -235,8 +235,14 @@ class RunsReader:
             .where(SPANS.c.run_id == run_id).order_by(TRACES.c.started_ms, SPANS.c.trace_id, SPANS.c.span_id))
         with self.engine.connect() as conn:
             rows = conn.execute(query).mappings().all()
-        return [StoredSpan(r["trace_id"], r["span_id"], r["parent_id"], r["name"], r["kind"], r["category"],
-                           r["start_ms"], r["end_ms"], r["error"], _loads(r["attributes"])) for r in rows]
+        return [_stored(r) for r in rows]
+
+    def span(self, run_id: str, trace_id: str, span_id: int) -> StoredSpan | None:
+        """One stored span of the run, or ``None``."""
+        with self.engine.connect() as conn:
+            r = conn.execute(sa.select(SPANS).where(SPANS.c.run_id == run_id, SPANS.c.trace_id == trace_id,
+                                                    SPANS.c.span_id == span_id)).mappings().first()
+        return None if r is None else _stored(r)
 
     def stamp(self, run_id: str) -> tuple[Any, ...] | None:
         """What changes when the run's page must change: its status, its last update, its waiting approval,
@@ -269,6 +275,11 @@ class RunsReader:
     def waiting_runs(self, limit: int = 200) -> list[RunRow]:
         """The runs that wait for an approval, newest first."""
         return self.page("waiting", size=limit).rows
+
+
+def _stored(r: Any) -> StoredSpan:
+    return StoredSpan(r["trace_id"], r["span_id"], r["parent_id"], r["name"], r["kind"], r["category"],
+                      r["start_ms"], r["end_ms"], r["error"], _loads(r["attributes"]))
 
 
 def _loads(text: str) -> Any:

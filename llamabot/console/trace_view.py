@@ -21,6 +21,7 @@ class SpanNode:
     children: list[SpanNode] = field(default_factory=list)
     left: float = 0.0
     width: float = 0.0
+    has_error: bool = False  # the span or one below it failed
 
     @property
     def open(self) -> bool:
@@ -54,15 +55,6 @@ class SpanNode:
             return _short(a.get("query")) if "query" in a else ""
         return _short(a.get("action")) if a.get("action") is not None else ""
 
-    @property
-    def details(self) -> str:
-        """The span's attributes as indented JSON."""
-        return json.dumps(self.span.attributes, indent=2, ensure_ascii=False, default=repr)
-
-    @property
-    def has_error(self) -> bool:
-        return bool(self.span.error) or any(c.has_error for c in self.children)
-
 
 @dataclass(slots=True)
 class Execution:
@@ -73,11 +65,14 @@ class Execution:
     start_ms: float
     end_ms: float | None
     count: int
+    hidden: int = 0  # spans left out of the tree (beyond the limit)
+    hidden_errors: int = 0  # of which failed
 
 
-def executions(spans: list[StoredSpan], now_ms: float) -> list[Execution]:
+def executions(spans: list[StoredSpan], now_ms: float, limit: int | None = None) -> list[Execution]:
     """The trees of ``spans`` (as :meth:`RunsReader.spans` returns them), one per trace; spans still open are
-    drawn up to ``now_ms``."""
+    drawn up to ``now_ms``. ``limit``: at most this many spans per tree, the first in tree order (the page draws
+    the rest on request: a browser lays out a few hundred rows in a blink, thousands in a second)."""
     by_trace: dict[str, list[StoredSpan]] = {}
     for span in spans:
         by_trace.setdefault(span.trace_id, []).append(span)
@@ -96,8 +91,46 @@ def executions(spans: list[StoredSpan], now_ms: float) -> list[Execution]:
             s = node.span
             node.left = 100 * (s.start_ms - start) / total
             node.width = max(100 * ((s.end_ms if s.end_ms is not None else now_ms) - s.start_ms) / total, 0.2)
-        found.append(Execution(trace_id, roots, start, end, len(members)))
+        for span in reversed(members):  # a child starts after its parent: its error reaches the parent first
+            node = nodes[span.span_id]
+            node.has_error = node.has_error or bool(node.span.error)
+            parent = nodes.get(node.span.parent_id) if node.span.parent_id is not None else None
+            if parent is not None and node.has_error:
+                parent.has_error = True
+        execution = Execution(trace_id, roots, start, end, len(members))
+        if limit is not None and len(members) > limit:
+            _prune(execution, limit, latest=end is None)
+        found.append(execution)
     return found
+
+
+def _prune(execution: Execution, limit: int, latest: bool) -> None:
+    """Keep the first ``limit`` spans of the tree in pre-order (``latest``: the last ones, for a run in flight);
+    count what is left out."""
+    kept = 0
+
+    def keep(nodes: list[SpanNode]) -> list[SpanNode]:
+        nonlocal kept
+        shown: list[SpanNode] = []
+        for node in reversed(nodes) if latest else nodes:
+            if kept >= limit:
+                execution.hidden += _size(node)
+                execution.hidden_errors += _errors(node)
+                continue
+            kept += 1
+            node.children = keep(node.children)
+            shown.append(node)
+        return shown[::-1] if latest else shown
+
+    execution.roots = keep(execution.roots)
+
+
+def _size(node: SpanNode) -> int:
+    return 1 + sum(_size(c) for c in node.children)
+
+
+def _errors(node: SpanNode) -> int:
+    return bool(node.span.error) + sum(_errors(c) for c in node.children)
 
 
 def _short(value: Any, limit: int = 120) -> str:

@@ -8,10 +8,11 @@ argument. ``make_failing_agent``: its tool always raises, then it answers.
 from __future__ import annotations
 
 import json
+import os
 
 from llamabot import AgentBot, tool
 from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
-from tests.durable.agents import transfer
+from tests.durable.agents import record, transfer
 
 
 @tool
@@ -52,3 +53,33 @@ def make_payment_agent() -> AgentBot:
 
 def make_failing_agent() -> AgentBot:
     return AgentBot(tools=[lookup], model=PaymentModel("lookup", "key"), max_iterations=3)
+
+
+class CountingModel:
+    """Calls ``record`` ``calls`` times, counting from the last tool result (``recorded N``: the conversation
+    window may have dropped the earlier ones), then answers."""
+
+    name = "counting-model"
+
+    def __init__(self, calls: int):
+        self.calls = calls
+
+    def _reply(self, request: ModelRequest) -> ModelReply:
+        results = [m["content"] for m in request.messages if m.get("role") == "tool"]
+        done = int(results[-1].rsplit(" ", 1)[-1]) if results else 0
+        call = ("record", {"step": done + 1, "run": "long"}) if done < self.calls else (
+            "respond_to_user", {"response": f"recorded {done} steps"})
+        return ModelReply(content=None, finish_reason="tool_calls", usage=Usage(50, 10),
+                          tool_calls=(ToolCallRequest(f"call_{done}", call[0], json.dumps(call[1])),))
+
+    def complete(self, request: ModelRequest, on_token=None) -> ModelReply:
+        return self._reply(request)
+
+    async def acomplete(self, request: ModelRequest, on_token=None) -> ModelReply:
+        return self._reply(request)
+
+
+def make_long_agent() -> AgentBot:
+    """An agent of ``$CONSOLE_CALLS`` tool calls (default 665: with its answer, a run of 2,000 spans)."""
+    calls = int(os.environ.get("CONSOLE_CALLS", "665"))
+    return AgentBot(tools=[record], model=CountingModel(calls), max_iterations=calls + 2)

@@ -38,7 +38,10 @@ def test_con_appr_010_a_waiting_run_is_approved_in_the_browser_and_finishes_live
     expect(page.locator("#answer")).to_have_text("done: sent 10.0 to alice", timeout=WAIT_MS)
     expect(page.locator("#summary [data-status]")).to_have_text("succeeded")
     expect(page.locator("#decisions")).to_contain_text("approve #1 by console:")
-    expect(page.locator('details.cat-tool_call summary .name', has_text="transfer")).to_be_visible()
+    transfer = page.locator("details.cat-tool_call", has=page.locator("summary .name", has_text="transfer"))
+    transfer.locator("summary").click()  # its details load when it opens
+    expect(transfer.locator("pre.attributes")).to_contain_text('"to": "alice"')
+    expect(transfer.locator("pre.attributes")).to_contain_text('"result": "sent 10.0 to alice"')
     screenshot(page, "run-finished")
 
 

@@ -51,3 +51,27 @@ def test_con_trace_020_the_run_page_shows_the_tree_with_errors_highlighted(db, c
 def test_con_trace_030_an_unknown_run_is_a_404_page(console):
     missing = httpx.get(f"{console.url}/runs/no-such-run")
     assert missing.status_code == 404 and "no-such-run" in missing.text
+
+
+def test_con_trace_040_a_long_trace_draws_its_first_spans_and_links_to_all(db, console, monkeypatch):
+    monkeypatch.setenv("CONSOLE_CALLS", "200")  # 3 * 201 + 1 = 604 spans
+    Durable("tests.console.bots:make_long_agent", db=db).run("long", run_id="long-1")
+    shutdown()
+    first = httpx.get(f"{console.url}/runs/long-1").text
+    assert first.count('<details class="span') == 500
+    assert "104 more spans not shown" in first and "/runs/long-1?all=1" in first
+    everything = httpx.get(f"{console.url}/runs/long-1?all=1").text
+    assert everything.count('<details class="span') == 604 and "not shown" not in everything
+
+
+def test_con_trace_050_a_span_s_details_are_its_attributes_escaped(db, console):
+    Durable("tests.console.bots:make_failing_agent", db=db).run("<b>k3</b>", run_id="lookup-3")
+    shutdown()
+    spans = RunsReader(db)
+    try:
+        tool = next(s for s in spans.spans("lookup-3") if s.name == "lookup")
+    finally:
+        spans.close()
+    details = httpx.get(f"{console.url}/runs/lookup-3/spans/{tool.trace_id}/{tool.span_id}").text
+    assert "&lt;b&gt;k3&lt;/b&gt;" in details and "<b>" not in details
+    assert httpx.get(f"{console.url}/runs/lookup-3/spans/{tool.trace_id}/9999").status_code == 404
