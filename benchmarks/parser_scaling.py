@@ -29,17 +29,17 @@ from typing import Any
 from pydantic import BaseModel
 
 from llamabot.bot.structuredbot import parse_structured
+from llamabot.evals.aot import parse_number
+from llamabot.evals.game24.check import check_game24
+from llamabot.evals.game24.steps import extract_answer, parse_step
 from llamabot.models.tool_call_text import extract_tool_calls
 from llamabot.reasoning.anot.logic import parse_logic
 from llamabot.reasoning.anot.lwt import execution_layers, parse_lwt
 from llamabot.reasoning.anot.lwt import parse_step as parse_lwt_step
 from llamabot.reasoning.anot.paths import parse_path
 from llamabot.reasoning.anot.ranking import parse_ranking
-from llamabot.reasoning.aot.evaluate import parse_number
 from llamabot.reasoning.aot.plan import Plan, references
 from llamabot.reasoning.aot.validate import validate_plan
-from llamabot.reasoning.tot.games.game24 import check_game24
-from llamabot.reasoning.tot.games.game24_steps import extract_answer, parse_step
 from llamabot.reasoning.tot.parsing import parse_scores, parse_thoughts
 from llamabot.toolkits.calculator import CALCULATOR_TOOLS
 from llamabot.tools.tool import as_tool

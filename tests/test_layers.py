@@ -24,7 +24,9 @@ LAYERS = {
     "agents": 7,
     "reasoning": 8, "reasoning.aot": 8, "reasoning.anot": 8, "reasoning.tot": 8,
     "durable": 9,
-    "cli": 10,
+    "evals": 9,  # datasets, scorers, harnesses, baselines, provenance: above every bot, below the CLI
+    "console": 10,  # the run console: pages over durable runs
+    "cli": 11,
 }
 
 

@@ -89,11 +89,11 @@ def anot(
         raise typer.BadParameter(f"--rank-by must be final or scores, got {rank_by!r}")
     if method not in METHOD_CHOICES:
         raise typer.BadParameter(f"--method must be one of {', '.join(METHOD_CHOICES)}, got {method!r}")
-    from llamabot.cli.report_file import write_report
     from llamabot.errors import LlamabotError
-    from llamabot.reasoning.anot.data import load_dataset
+    from llamabot.evals.anot.data import load_dataset
+    from llamabot.evals.anot.harness import evaluate, select_requests
+    from llamabot.evals.report_file import write_report
     from llamabot.reasoning.anot.debug import DebugLog
-    from llamabot.reasoning.anot.harness import evaluate, select_requests
 
     request_ids = [r.strip() for r in requests.split(",") if r.strip()] if requests else None
     try:

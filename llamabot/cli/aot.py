@@ -130,9 +130,7 @@ def eval_aot(
     """Accuracy of AoT vs the same model answering directly, plan validity, re-plans, latency, tokens."""
     from rich.progress import Progress
 
-    from llamabot.cli.report_file import write_report
-    from llamabot.models.seam import get_model
-    from llamabot.reasoning.aot.evaluate import (
+    from llamabot.evals.aot import (
         evaluate,
         load_problems,
         report,
@@ -140,6 +138,8 @@ def eval_aot(
         run_provenance,
         summarise,
     )
+    from llamabot.evals.report_file import write_report
+    from llamabot.models.seam import get_model
 
     try:
         problems = load_problems(dataset, path)[:limit]

@@ -110,9 +110,9 @@ def tot_command(
     from rich.live import Live
 
     from llamabot.errors import LlamabotError
-    from llamabot.reasoning.tot.games.game24 import PuzzleError, check_game24, parse_puzzle
-    from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts, shown_path_step
-    from llamabot.reasoning.tot.games.game24_steps import is_solution_path
+    from llamabot.evals.game24.check import PuzzleError, check_game24, parse_puzzle
+    from llamabot.evals.game24.prompts import Game24Prompts, shown_path_step
+    from llamabot.evals.game24.steps import is_solution_path
     from llamabot.reasoning.tot.graph import ToTBot
     from llamabot.reasoning.tot.prompts import ToTPrompts
 
@@ -216,8 +216,8 @@ def eval_tot_command(
     from rich.table import Table
 
     from llamabot.errors import LlamabotError
-    from llamabot.reasoning.tot.evaluation import ResumeError, evaluate_game24, load_game24
-    from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
+    from llamabot.evals.game24.prompts import Game24Prompts
+    from llamabot.evals.tot import ResumeError, evaluate_game24, load_game24
 
     console, errors = Console(), Console(stderr=True)
     if dataset != "game24":
@@ -282,8 +282,8 @@ def eval_tot_command(
 
 
 def _write_report(out: Path, report: Any) -> None:
-    """Write the evaluation's report (after every attempt, and at the end): :mod:`llamabot.cli.report_file`."""
-    from llamabot.cli.report_file import write_report
+    """Write the evaluation's report (after every attempt, and at the end): :mod:`llamabot.evals.report_file`."""
+    from llamabot.evals.report_file import write_report
 
     write_report(out, report.to_dict())
 

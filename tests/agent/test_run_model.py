@@ -139,7 +139,7 @@ def test_agt_run_040_astream_works_on_every_pattern_and_ends_with_the_answer():
 
     async def last_event():
         bot = ToTBot(model=oracle_model(), branching_factor=3, max_depth=3,
-                     prompts=__import__("llamabot.reasoning.tot", fromlist=["Game24Prompts"]).Game24Prompts())
+                     prompts=__import__("llamabot.evals.game24", fromlist=["Game24Prompts"]).Game24Prompts())
         events = [e async for e in bot.astream("4 9 10 13")]
         return events
 

@@ -59,7 +59,7 @@ def test_dur_step_020_aot_plan_call_and_atoms_are_steps(tmp_path):
 
 
 def make_tot():
-    from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
+    from llamabot.evals.game24.prompts import Game24Prompts
     from llamabot.reasoning.tot.graph import ToTBot
     from tests.reasoning.tot.helpers import oracle_model
 

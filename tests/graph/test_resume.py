@@ -12,13 +12,14 @@ import asyncio
 import pytest
 
 from llamabot import AgentBot, AsyncAgentBot, ScriptedModel
+from llamabot.evals.game24 import Game24Prompts
 from llamabot.graph.checkpoint import Checkpoint
 from llamabot.models.reply import ModelRequest
 from llamabot.models.scripted import json_reply, tool_call
 from llamabot.reasoning.anot import ANoTBot
 from llamabot.reasoning.aot import AoTBot
 from llamabot.reasoning.aot.prompts import EXAMPLE_PLAN
-from llamabot.reasoning.tot import Game24Prompts, ToTBot
+from llamabot.reasoning.tot import ToTBot
 from llamabot.toolkits.calculator import add, multiply
 from tests.reasoning.anot.helpers import ITEMS, three_phase_responder
 from tests.reasoning.tot.helpers import game24_oracle

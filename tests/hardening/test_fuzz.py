@@ -19,6 +19,15 @@ from pydantic import BaseModel, ValidationError
 from llamabot.bot.structuredbot import parse_structured
 from llamabot.bot.toolbot import parse_tool_calls
 from llamabot.errors import ToolArgumentsError
+from llamabot.evals.aot import parse_number
+from llamabot.evals.game24.check import (
+    ExpressionError,
+    PuzzleError,
+    check_game24,
+    evaluate_expression,
+    parse_puzzle,
+)
+from llamabot.evals.game24.steps import extract_answer, numbers_left, parse_step
 from llamabot.models.reply import ModelReply
 from llamabot.models.tool_call_text import extract_tool_calls
 from llamabot.reasoning.anot.logic import LogicSyntaxError, parse_logic
@@ -29,16 +38,7 @@ from llamabot.reasoning.anot.paths import resolve as resolve_path
 from llamabot.reasoning.anot.ranking import condition_votes, parse_ranking
 from llamabot.reasoning.anot.substitution import SubstitutionContext, SubstitutionError, substitute
 from llamabot.reasoning.aot import AtomExecutionError, Plan, PlanValidationError, execute_plan, validate_plan
-from llamabot.reasoning.aot.evaluate import parse_number
 from llamabot.reasoning.aot.plan import references, resolve
-from llamabot.reasoning.tot.games.game24 import (
-    ExpressionError,
-    PuzzleError,
-    check_game24,
-    evaluate_expression,
-    parse_puzzle,
-)
-from llamabot.reasoning.tot.games.game24_steps import extract_answer, numbers_left, parse_step
 from llamabot.reasoning.tot.parsing import parse_scores, parse_thoughts
 from llamabot.toolkits.calculator import CALCULATOR_TOOLS
 

@@ -12,14 +12,14 @@ import pytest
 
 from llamabot import AgentBot, ScriptedModel
 from llamabot.errors import ToolArgumentsError
+from llamabot.evals.game24.check import PuzzleError, check_game24, parse_puzzle
+from llamabot.evals.game24.steps import parse_step
 from llamabot.models.scripted import json_reply, malformed_tool_call, text, tool_call
 from llamabot.models.tool_call_text import extract_tool_calls
 from llamabot.reasoning.anot.logic import LogicSyntaxError, parse_logic
 from llamabot.reasoning.anot.ranking import parse_index_list, parse_ranking
 from llamabot.reasoning.aot import AoTBot, Plan, PlanValidationError, validate_plan
 from llamabot.reasoning.aot.plan import references, resolve
-from llamabot.reasoning.tot.games.game24 import PuzzleError, check_game24, parse_puzzle
-from llamabot.reasoning.tot.games.game24_steps import parse_step
 from llamabot.reasoning.tot.machine import Status, new_machine, update
 from llamabot.reasoning.tot.messages import CallLLMStream, LLMResult, Start
 from llamabot.reasoning.tot.parsing import parse_scores, parse_thoughts

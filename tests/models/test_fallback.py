@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from llamabot import AgentBot, AsyncAgentBot, SimpleBot, StructuredBot, ToolBot
 from llamabot.errors import ModelCallError, ScriptedModelExhausted
+from llamabot.evals.game24.prompts import Game24Prompts
 from llamabot.graph.codec import decode_state, encode_state
 from llamabot.models.fallback import FallbackModel, ModelFallbackError, falls_back
 from llamabot.models.litellm_model import LiteLLMModel, ensure_litellm
@@ -27,7 +28,6 @@ from llamabot.reasoning.anot import ANoTBot
 from llamabot.reasoning.aot import AoTBot
 from llamabot.reasoning.aot.prompts import EXAMPLE_PLAN
 from llamabot.reasoning.tot import ToTBot
-from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
 from tests.reasoning.anot.helpers import ITEMS, three_phase_responder
 from tests.reasoning.tot.helpers import oracle_model
 

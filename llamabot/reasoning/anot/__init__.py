@@ -23,8 +23,6 @@ _LAZY: dict[str, str] = {
     "ANoTBot": "llamabot.reasoning.anot.bot",
     "AsyncANoTBot": "llamabot.reasoning.anot.bot",
     "ANoTResult": "llamabot.reasoning.anot.state",
-    "CoTBot": "llamabot.reasoning.anot.cot",
-    "AsyncCoTBot": "llamabot.reasoning.anot.cot",
     "ConditionType": "llamabot.reasoning.anot.vocabulary",
     "YELP_VOCABULARY": "llamabot.reasoning.anot.vocabulary",
     "Strategy": "llamabot.reasoning.anot.strategy",
@@ -36,16 +34,12 @@ _LAZY: dict[str, str] = {
     "parse_ranking": "llamabot.reasoning.anot.ranking",
     "Ranking": "llamabot.reasoning.anot.ranking",
     "lwt_mermaid": "llamabot.reasoning.anot.mermaid",
-    "load_dataset": "llamabot.reasoning.anot.data",
-    "evaluate": "llamabot.reasoning.anot.harness",
 }
 
 __all__ = [
     "ANoTBot",
     "ANoTResult",
     "AsyncANoTBot",
-    "AsyncCoTBot",
-    "CoTBot",
     "ConditionType",
     "DataPathError",
     "LWTCycleError",
@@ -58,9 +52,7 @@ __all__ = [
     "SubstitutionContext",
     "SubstitutionError",
     "YELP_VOCABULARY",
-    "evaluate",
     "execution_layers",
-    "load_dataset",
     "lwt_mermaid",
     "parse_lwt",
     "parse_ranking",
@@ -70,9 +62,6 @@ __all__ = [
 
 if TYPE_CHECKING:
     from llamabot.reasoning.anot.bot import ANoTBot, AsyncANoTBot
-    from llamabot.reasoning.anot.cot import AsyncCoTBot, CoTBot
-    from llamabot.reasoning.anot.data import load_dataset
-    from llamabot.reasoning.anot.harness import evaluate
     from llamabot.reasoning.anot.mermaid import lwt_mermaid
     from llamabot.reasoning.anot.paths import DataPathError
     from llamabot.reasoning.anot.ranking import Ranking, parse_ranking

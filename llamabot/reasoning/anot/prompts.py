@@ -62,21 +62,3 @@ PHASE2_USER_EMPTY = """{conditions}{note}
 There are {n_items} items. The script is empty: insert one step per condition and a (final) step, then call done()."""
 
 STEP_SYSTEM = "Answer one step of an evaluation, briefly. When asked for item numbers, end with a list like [2, 5] or []."
-
-COT_SYSTEM = (
-    "You rank items for a request. Think step by step, briefly: first name the request's conditions in one line, "
-    "then write one short line per item: its number and which conditions it meets or fails. "
-    "On the last line output the top-5 item numbers, best first, as a list like [3, 1, 4, 2, 5]."
-)
-
-COT_USER = """Request: {query}
-
-Items:
-{items}
-
-Which items best match the request? Answer in this form, one short line per item (do not copy the items):
-Conditions: <the request's conditions>
-1: meets <...>; fails <...>
-2: meets <...>; fails <...>
-...
-Top-5: [<best>, <2nd>, <3rd>, <4th>, <5th>]"""

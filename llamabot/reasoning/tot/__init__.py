@@ -1,9 +1,9 @@
-"""Tree of Thoughts: a pure state machine, a thin graph that drives it, and a Game-of-24 harness.
+"""Tree of Thoughts: a pure state machine and a thin graph that drives it.
 
-Importing this package is cheap (no LiteLLM, no model): ``check_game24`` is imported directly, everything else
-on first use.
+Importing this package is cheap (no LiteLLM, no model): every name is imported on first use. The Game of 24
+(its prompts, checker and evaluation) is a task of :mod:`llamabot.evals.game24`::
 
-    from llamabot.reasoning.tot import GAME24_TOT_OPTIONS, Game24Prompts, ToTBot, check_game24
+    from llamabot.evals.game24 import GAME24_TOT_OPTIONS, Game24Prompts, check_game24
     result = ToTBot(prompts=Game24Prompts(), **GAME24_TOT_OPTIONS)("4 9 10 13")  # the measured game options
     check_game24("4 9 10 13", result.answer)
 """
@@ -13,10 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from llamabot.lazy import lazy_attributes
-from llamabot.reasoning.tot.games.game24 import check_game24
 
 _EXPORTS: dict[str, str] = {
-    "GAME24_TOT_OPTIONS": "llamabot.reasoning.tot.evaluation",
     "ToTBot": "llamabot.reasoning.tot.graph",
     "AsyncToTBot": "llamabot.reasoning.tot.graph",
     "ToTMachine": "llamabot.reasoning.tot.machine",
@@ -32,21 +30,18 @@ _EXPORTS: dict[str, str] = {
     "ToTResult": "llamabot.reasoning.tot.result",
     "build_result": "llamabot.reasoning.tot.result",
     "ToTPrompts": "llamabot.reasoning.tot.prompts",
-    "Game24Prompts": "llamabot.reasoning.tot.games.game24_prompts",
     "tree_to_mermaid": "llamabot.reasoning.tot.mermaid",
     "parse_thoughts": "llamabot.reasoning.tot.parsing",
     "parse_scores": "llamabot.reasoning.tot.parsing",
 }
 
 __all__ = [
-    "GAME24_TOT_OPTIONS", "AsyncToTBot", "Env", "Game24Prompts", "Status", "TerminationReason", "ToTBot", "ToTError",
-    "ToTMachine", "ToTOptions", "ToTPrompts", "ToTResult", "build_result", "check_game24", "from_dict", "new_machine",
+    "AsyncToTBot", "Env", "Status", "TerminationReason", "ToTBot", "ToTError",
+    "ToTMachine", "ToTOptions", "ToTPrompts", "ToTResult", "build_result", "from_dict", "new_machine",
     "parse_scores", "parse_thoughts", "to_dict", "tree_to_mermaid", "update",
 ]
 
 if TYPE_CHECKING:
-    from llamabot.reasoning.tot.evaluation import GAME24_TOT_OPTIONS
-    from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
     from llamabot.reasoning.tot.graph import AsyncToTBot, ToTBot
     from llamabot.reasoning.tot.machine import (
         Env,

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from llamabot.reasoning.anot import ANoTBot, load_dataset
-from llamabot.reasoning.anot.data import select_candidates
+from llamabot.evals.anot import load_dataset
+from llamabot.evals.anot.data import select_candidates
+from llamabot.reasoning.anot import ANoTBot
 from llamabot.reasoning.anot.lwt import execution_layers
 
 from .helpers import FIXTURE_DATA

@@ -8,15 +8,12 @@ import json
 
 import pytest
 
-from llamabot.models.scripted import ScriptedModel, json_reply
-from llamabot.reasoning.aot import AoTBot, replay_plan
-from llamabot.reasoning.aot.evaluate import (
-    is_correct,
-    load_problems,
+from llamabot.evals.aot import (
     method_prompts,
     method_settings,
-    rounded_places,
 )
+from llamabot.models.scripted import ScriptedModel, json_reply
+from llamabot.reasoning.aot import AoTBot, replay_plan
 from tests.reasoning.aot.cli_helpers import run_aot_cli
 
 PLAN = {
@@ -114,15 +111,3 @@ def test_aot_expr_030_the_cli_flag_reaches_the_planner():
     result, model = run_aot_cli(PLAN, "--expressions", name="aot-expr")
     assert "answer: 6" in result.output
     assert "calculate(expression" in model.requests[0].messages[0]["content"]
-
-
-def test_aot_eval_060_a_rounded_gold_is_matched_at_its_precision(tmp_path):
-    assert rounded_places("-3.93") == 2 and rounded_places("21.833") == 3
-    assert rounded_places("28") is rounded_places("87.5") is rounded_places("47.0") is None
-    data = tmp_path / "arith.csv"
-    data.write_text("0,1/3+1,1.33\n1,1/2+3,3.5\n")
-    rounded, exact = load_problems("arith", data)
-    assert rounded.places == 2 and exact.places is None
-    assert rounded.is_correct(4 / 3) and rounded.is_correct(1.33) and not rounded.is_correct(1.34)
-    assert exact.is_correct(3.5) and not exact.is_correct(3.46)  # an exact gold keeps the strict tolerance
-    assert not is_correct(None, 1.33, places=2)

@@ -157,7 +157,7 @@ async def test_aot_run_070_a_cancelled_graph_run_compensates_the_atoms_it_comple
 
 
 def test_aot_replan_010_the_harness_counts_execution_replans_and_keeps_the_first_plan_valid():
-    from llamabot.reasoning.aot.evaluate import Problem, evaluate
+    from llamabot.evals.aot import Problem, evaluate
 
     model = ScriptedModel([json_reply(DIVIDE_BY_ZERO), json_reply(EXAMPLE_PLAN)])
     summary = evaluate([Problem("p1", "What is (15 + 7) * 3 - 10?", 56.0)], model, methods=("aot",), aot_options={"expressions": False})["aot"]

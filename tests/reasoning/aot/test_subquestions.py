@@ -8,9 +8,9 @@ import json
 import pytest
 from pydantic import ValidationError
 
+from llamabot.evals.aot import method_prompts, method_settings
 from llamabot.models.scripted import ScriptedModel, json_reply
 from llamabot.reasoning.aot import AoTBot
-from llamabot.reasoning.aot.evaluate import method_prompts, method_settings
 from llamabot.reasoning.aot.plan import QUESTION_MAX_LENGTH, Atom, Plan
 from llamabot.reasoning.aot.prompts import planner_prompt
 from llamabot.reasoning.aot.schema import plan_schema

@@ -6,9 +6,9 @@ import re
 from fractions import Fraction
 from itertools import combinations
 
+from llamabot.evals.game24.steps import format_number
 from llamabot.models.reply import ModelRequest
 from llamabot.models.scripted import ScriptedModel, json_reply
-from llamabot.reasoning.tot.games.game24_steps import format_number
 from llamabot.reasoning.tot.machine import Env, ToTMachine, new_machine, update
 from llamabot.reasoning.tot.messages import (
     EvaluateThoughts,

@@ -9,9 +9,9 @@ import sys
 from typer.testing import CliRunner
 
 from llamabot.cli import app
+from llamabot.evals.tot import GAME24_TOT_OPTIONS
 from llamabot.models.scripted import ScriptedModel, json_reply
 from llamabot.models.scripted_provider import register_scripted_provider
-from llamabot.reasoning.tot.evaluation import GAME24_TOT_OPTIONS
 from tests.reasoning.tot.helpers import game24_oracle, oracle_model
 
 ENV = {"COLUMNS": "200"}

@@ -6,12 +6,12 @@ import asyncio
 
 import pytest
 
+from llamabot.evals.game24.check import check_game24
+from llamabot.evals.game24.prompts import Game24Prompts
+from llamabot.evals.game24.steps import is_solution_path
 from llamabot.graph.flow import AsyncFlow, DualNode, Flow
 from llamabot.models.reply import ModelReply
 from llamabot.models.scripted import ScriptedModel, json_reply
-from llamabot.reasoning.tot.games.game24 import check_game24
-from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
-from llamabot.reasoning.tot.games.game24_steps import is_solution_path
 from llamabot.reasoning.tot.graph import AsyncToTBot, ToTBot
 from llamabot.reasoning.tot.machine import Status, ToTError
 from llamabot.reasoning.tot.prompts import DEFAULT_EVALUATION_PROMPT, DEFAULT_GENERATION_PROMPT

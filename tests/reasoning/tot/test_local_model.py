@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from llamabot.reasoning.tot.games.game24 import check_game24
-from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
+from llamabot.evals.game24.check import check_game24
+from llamabot.evals.game24.prompts import Game24Prompts
 from llamabot.reasoning.tot.graph import ToTBot
 
 ENDINGS = {"success", "threshold", "max_depth", "max_nodes", "max_duration", "max_model_calls", "converged"}

@@ -78,7 +78,7 @@ def test_tot_search_035_prefer_deeper_breaks_score_ties_toward_the_deeper_node()
 
 
 def test_tot_search_035_with_ties_a_perfect_scorer_needs_prefer_deeper_under_a_tight_budget():
-    from llamabot.reasoning.tot.evaluation import run_tot
+    from llamabot.evals.tot import run_tot
     from tests.reasoning.tot.helpers import oracle_model
 
     # The oracle scores every step that keeps 1 1 4 6 solvable 1: many ties. Five proposals per expansion.

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from llamabot.evals.game24.prompts import Game24Prompts
+from llamabot.evals.game24.steps import step_violation
 from llamabot.models.scripted import ScriptedModel, json_reply
-from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
-from llamabot.reasoning.tot.games.game24_steps import step_violation
 from llamabot.reasoning.tot.graph import ToTBot
 from llamabot.reasoning.tot.machine import Env, Status, from_dict, new_machine, to_dict, update
 from llamabot.reasoning.tot.messages import EvaluateThoughts, Start, ThoughtsGenerated

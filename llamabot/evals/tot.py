@@ -15,44 +15,25 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from llamabot.errors import LlamabotError
-from llamabot.models.seam import ChatModel, get_model
-from llamabot.observe.provenance import ResumeError, check_resumable, provenance, provenance_differences
-from llamabot.reasoning.tot.games.game24 import PuzzleError, check_game24, parse_puzzle
-from llamabot.reasoning.tot.games.game24_prompts import (
+from llamabot.evals.game24.check import PuzzleError, check_game24, parse_puzzle
+from llamabot.evals.game24.prompts import (
     COT_PROMPT,
+    GAME24_TOT_OPTIONS,
     IO_PROMPT,
     Game24Prompts,
     baseline_user,
     game24_prompts,
 )
-from llamabot.reasoning.tot.games.game24_steps import extract_answer, is_solution_path
+from llamabot.evals.game24.steps import extract_answer, is_solution_path
+from llamabot.evals.provenance import ResumeError, check_resumable, provenance, provenance_differences
+from llamabot.models.seam import ChatModel, get_model
 from llamabot.reasoning.tot.machine import path_texts
 
 METHODS = ("io", "cot", "tot")
 
-#: ToT defaults for the Game of 24 on a small local model: three steps, only full paths count as answers,
-#: and budgets in model calls and nodes (not seconds, so a result does not depend on the machine's speed):
-#: at most 14 calls and 45 nodes per puzzle, 6 proposals per expansion (with three numbers left, both steps of each
-#: of the three pairs: ``Game24Prompts(pair_steps=True)``), no convergence stop (a search ends on its budget or an
-#: answer). Measured on the hard dev sample with the evaluator writing the results of the last two numbers
-#: (``last_results``) and the steps proposed pair by pair (``pair_steps``), both defaults: see
-#: docs/design/tot/tot-EARS.md. A wall-clock limit stays available (``max_duration_ms``, ``--max-seconds``), off by
-#: default.
-GAME24_TOT_OPTIONS: Mapping[str, Any] = MappingProxyType({
-    "branching_factor": 6,
-    "max_depth": 3,
-    "min_depth": 3,
-    "traversal_strategy": "best_first",
-    "max_nodes": 45,
-    "max_model_calls": 14,
-    "max_duration_ms": None,
-    "top_k": 3,
-    "convergence_window": 1,
-})
 
 
 class DatasetError(LlamabotError, ValueError):
@@ -96,7 +77,7 @@ class MethodSummary:
 @dataclass(slots=True)
 class EvalReport:
     """Every attempt of an evaluation, its configuration and its provenance (model, decoding settings per
-    method, prompt versions, commit: :mod:`llamabot.observe.provenance`)."""
+    method, prompt versions, commit: :mod:`llamabot.evals.provenance`)."""
 
     model: str
     dataset: str

@@ -6,11 +6,10 @@ import json
 
 import pytest
 
-from llamabot.reasoning.anot import load_dataset
-from llamabot.reasoning.anot.data import DataFormatError, parse_attribute, select_candidates
-from llamabot.reasoning.anot.metrics import hits_at, reciprocal_rank, summarize
-
-from .helpers import FIXTURE_DATA
+from llamabot.evals.anot import load_dataset
+from llamabot.evals.anot.data import DataFormatError, parse_attribute, select_candidates
+from llamabot.evals.anot.metrics import hits_at, reciprocal_rank, summarize
+from tests.reasoning.anot.helpers import FIXTURE_DATA
 
 
 @pytest.fixture(scope="module")

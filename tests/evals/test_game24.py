@@ -10,22 +10,22 @@ from fractions import Fraction
 
 import pytest
 
-from llamabot.models.scripted import json_reply
-from llamabot.reasoning.tot.games.game24 import (
+from llamabot.evals.game24.check import (
     ExpressionError,
     PuzzleError,
     check_game24,
     evaluate_expression,
     parse_puzzle,
 )
-from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
-from llamabot.reasoning.tot.games.game24_steps import (
+from llamabot.evals.game24.prompts import Game24Prompts
+from llamabot.evals.game24.steps import (
     expression_from_steps,
     extract_answer,
     is_solution_path,
     numbers_left,
     parse_step,
 )
+from llamabot.models.scripted import json_reply
 from llamabot.reasoning.tot.messages import EvaluateThoughts, GenerateThoughts, ThoughtEntry
 
 
@@ -249,9 +249,9 @@ def test_tot_g24_087_a_search_with_last_results_solves_and_scores_two_number_sta
     assert any('"sum"' in r.last_user_text for r in evaluations)  # the results were asked for
 
 
-def test_tot_g24_090_check_game24_is_importable_from_the_package_without_litellm():
+def test_tot_g24_090_check_game24_is_importable_without_litellm():
     code = (
-        "import sys\nfrom llamabot.reasoning.tot import check_game24\n"
+        "import sys\nfrom llamabot.evals.game24 import check_game24\n"
         "assert check_game24('4 9 10 13', '(13 - 9) * (10 - 4)')\n"
         "print(sorted(m for m in ('litellm', 'llama_cpp') if m in sys.modules))"
     )
@@ -261,7 +261,7 @@ def test_tot_g24_090_check_game24_is_importable_from_the_package_without_litellm
 
 
 def test_tot_g24_088_with_pair_steps_three_numbers_left_get_two_steps_per_pair_held_to_it_by_the_schema():
-    from llamabot.reasoning.tot.games.game24_prompts import number_pairs
+    from llamabot.evals.game24.prompts import number_pairs
     from llamabot.reasoning.tot.messages import CallLLMStream
     from llamabot.reasoning.tot.parsing import parse_thoughts
 
@@ -316,7 +316,7 @@ def test_tot_g24_088_a_search_with_pair_steps_solves_and_asks_for_pairs_only_whe
     kinds = [schema_name(r) for r in model.requests]
     assert kinds[0] == "tot_thoughts" and "tot_pair_steps" in kinds  # free at the root, pairs after one step
     # Each expansion after one step has steps on every pair of its numbers left, at most branching_factor.
-    from llamabot.reasoning.tot.games.game24_prompts import number_pairs
+    from llamabot.evals.game24.prompts import number_pairs
     from llamabot.reasoning.tot.machine import path_texts
 
     nodes = result.machine.nodes

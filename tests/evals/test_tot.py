@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from llamabot.models.scripted import ScriptedModel
-from llamabot.observe.provenance import git_commit, prompt_version
-from llamabot.reasoning.tot.evaluation import (
+from llamabot.evals.game24.prompts import Game24Prompts
+from llamabot.evals.provenance import git_commit, prompt_version
+from llamabot.evals.tot import (
     GAME24_TOT_OPTIONS,
     DatasetError,
     ResumeError,
@@ -17,7 +17,7 @@ from llamabot.reasoning.tot.evaluation import (
     load_game24,
     run_baseline,
 )
-from llamabot.reasoning.tot.games.game24_prompts import Game24Prompts
+from llamabot.models.scripted import ScriptedModel
 from tests.reasoning.tot.helpers import game24_oracle
 
 DEV = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "game24_dev.csv"

@@ -17,8 +17,7 @@ from itertools import combinations
 from types import MappingProxyType
 from typing import Any
 
-from llamabot.models.tool_call_text import JSON_FAILURES
-from llamabot.reasoning.tot.games.game24_steps import (
+from llamabot.evals.game24.steps import (
     expression_from_steps,
     format_number,
     format_numbers,
@@ -26,6 +25,7 @@ from llamabot.reasoning.tot.games.game24_steps import (
     parse_step,
     step_violation,
 )
+from llamabot.models.tool_call_text import JSON_FAILURES
 from llamabot.reasoning.tot.messages import (
     CallLLMStream,
     EvaluateThoughts,
@@ -34,6 +34,26 @@ from llamabot.reasoning.tot.messages import (
     ThoughtEntry,
 )
 from llamabot.reasoning.tot.prompts import ToTPrompts, request_of, scores_schema
+
+#: ToT defaults for the Game of 24 on a small local model: three steps, only full paths count as answers,
+#: and budgets in model calls and nodes (not seconds, so a result does not depend on the machine's speed):
+#: at most 14 calls and 45 nodes per puzzle, 6 proposals per expansion (with three numbers left, both steps of each
+#: of the three pairs: ``Game24Prompts(pair_steps=True)``), no convergence stop (a search ends on its budget or an
+#: answer). Measured on the hard dev sample with the evaluator writing the results of the last two numbers
+#: (``last_results``) and the steps proposed pair by pair (``pair_steps``), both defaults: see
+#: docs/design/tot/tot-EARS.md. A wall-clock limit stays available (``max_duration_ms``, ``--max-seconds``), off by
+#: default.
+GAME24_TOT_OPTIONS: Mapping[str, Any] = MappingProxyType({
+    "branching_factor": 6,
+    "max_depth": 3,
+    "min_depth": 3,
+    "traversal_strategy": "best_first",
+    "max_nodes": 45,
+    "max_model_calls": 14,
+    "max_duration_ms": None,
+    "top_k": 3,
+    "convergence_window": 1,
+})
 
 GAME24_SYSTEM = """You are an expert at the Game of 24: combine the given numbers with + - * / to make exactly 24, \
 using each number exactly once.
@@ -254,7 +274,7 @@ class Game24Prompts(ToTPrompts):
     operations by the grammar), so that every pair is tried, and with a subtraction or a division, not only the
     first numbers listed with the same operation; the model still chooses each operation and writes the results.
     With fewer thoughts asked for, proposals stay free (a cut would keep only the ``+``/``*`` steps). On by default,
-    with ``branching_factor`` 6 in :data:`~llamabot.reasoning.tot.evaluation.GAME24_TOT_OPTIONS` and the CLI: measured
+    with ``branching_factor`` 6 in :data:`GAME24_TOT_OPTIONS` and the CLI: measured
     on the hard dev puzzles (docs/design/tot/tot-EARS.md).
     """
 
@@ -409,7 +429,7 @@ class Game24Prompts(ToTPrompts):
 
     def step_rules(self, problem: str, path: tuple[str, ...], thought: str) -> str | None:
         """Wrong arithmetic, a number that is not left, or no ``a op b = c`` at all (see
-        :func:`~llamabot.reasoning.tot.games.game24_steps.step_violation`)."""
+        :func:`~llamabot.evals.game24.steps.step_violation`)."""
         return step_violation(problem, path, thought)
 
     def answer(self, problem: str, path: tuple[str, ...]) -> str | None:

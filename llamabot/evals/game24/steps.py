@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from llamabot.reasoning.tot.games.game24 import _APPLY, check_game24, parse_puzzle
+from llamabot.evals.game24.check import _APPLY, check_game24, parse_puzzle
 
 # A number is a whole run of digits: (?![0-9]) stops a number from giving digits back, and the step only starts
 # where a number starts ((?<![0-9.]) for ``a``), so a long run of digits is read once, not once per position

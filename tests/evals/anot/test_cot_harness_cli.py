@@ -10,14 +10,13 @@ from typer.testing import CliRunner
 
 from llamabot import ScriptedModel
 from llamabot.cli import app
+from llamabot.evals.anot import CoTBot, evaluate, load_dataset
+from llamabot.evals.anot.cot import approx_tokens
+from llamabot.evals.provenance import git_commit, prompt_version
 from llamabot.models.reply import ModelRequest
 from llamabot.models.scripted import text
-from llamabot.observe.provenance import git_commit, prompt_version
-from llamabot.reasoning.anot import CoTBot, evaluate, load_dataset
 from llamabot.reasoning.anot.bot import ANoTBot
-from llamabot.reasoning.anot.item_views import approx_tokens
-
-from .helpers import FIXTURE_DATA, ITEMS, phase, three_phase_responder
+from tests.reasoning.anot.helpers import FIXTURE_DATA, ITEMS, phase, three_phase_responder
 
 
 def test_anot_cot_010_all_items_go_into_one_prompt_under_the_token_budget():

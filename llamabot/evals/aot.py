@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -17,17 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from llamabot.errors import LlamabotError
-from llamabot.observe.provenance import ResumeError, check_resumable
+from llamabot.evals.provenance import ResumeError, check_resumable
+from llamabot.evals.scorers import is_correct, parse_number, rounded_places
 
 DIRECT_PROMPT = "Solve the problem. Reply with only the final numeric answer, no words."
 COT_PROMPT = (
     "Solve the problem. Think step by step, then give the final answer on the last line as 'Answer: <number>'."
 )
-_BOXED = re.compile(r"\\boxed\{([^}]*)\}")
-# No two quantifiers competing for the same blanks (the old ``\s*(?:is|:)?\s*:?\s*`` was cubic: 9 s on
-# "answer" and 1,000 blanks; issue #13).
-_ANSWER_LINE = re.compile(r"answer(?:\s*is)?[\s:]*\$?(-?\d[\d,]*(?:\.\d+)?)", re.IGNORECASE)
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:[eE]-?\d+)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,42 +59,6 @@ def load_problems(dataset: str, path: str | Path) -> list[Problem]:
         return [Problem(idx, f"What is {expression}?", float(answer), rounded_places(answer))
                 for idx, expression, answer in rows]
     raise ValueError(f"unknown dataset {dataset!r}; use multiarith, svamp or arith")
-
-
-def parse_number(text: Any) -> float | None:
-    """The number an answer states: the value itself when numeric; else, in text, a ``\\boxed{...}`` value,
-    then the number after the last "Answer:", then the last number."""
-    if isinstance(text, bool):
-        return None
-    if isinstance(text, (int, float)):
-        return float(text)
-    text = str(text or "")
-    marked = _BOXED.findall(text) or _ANSWER_LINE.findall(text)
-    found = _NUMBER.findall(marked[-1]) if marked else []
-    found = found or _NUMBER.findall(text)
-    if not found:
-        return None
-    try:
-        return float(found[-1].replace(",", ""))
-    except ValueError:
-        return None
-
-
-def rounded_places(answer: str) -> int | None:
-    """How many decimals a gold answer written as text was rounded to: two or more decimals (``"-3.93"``) are
-    taken as rounded; fewer (``"28"``, ``"87.5"``, ``"47.0"``) as exact (``None``)."""
-    decimals = answer.strip().partition(".")[2]
-    return len(decimals) if len(decimals) >= 2 and decimals.isdigit() else None
-
-
-def is_correct(predicted: float | None, gold: float, tolerance: float = 1e-4, places: int | None = None) -> bool:
-    """Equal within ``tolerance`` relative to the gold answer (absolute below 1); with ``places`` (the gold is
-    rounded to that many decimals), also right when it rounds to the gold (within half a unit of its last place)."""
-    if predicted is None:
-        return False
-    if abs(predicted - gold) <= tolerance * max(1.0, abs(gold)):
-        return True
-    return places is not None and abs(predicted - gold) <= 0.5 * 10.0**-places + 1e-9
 
 
 @dataclass(slots=True)
@@ -313,9 +272,9 @@ def resumed_attempts(previous: Mapping[str, Any], now: dict[str, Any], problems:
 
 def run_provenance(model: str, methods: tuple[str, ...], aot_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """The provenance of an evaluation (model, each method's settings, the sha256 of each method's prompts, the
-    commit: see :mod:`llamabot.observe.provenance`). Take it before the first problem runs: the commit is the
+    commit: see :mod:`llamabot.evals.provenance`). Take it before the first problem runs: the commit is the
     code that ran, even if the checkout moves on during a long evaluation."""
-    from llamabot.observe.provenance import provenance
+    from llamabot.evals.provenance import provenance
 
     return provenance(model, method_settings(methods, aot_options), method_prompts(methods, aot_options))
 

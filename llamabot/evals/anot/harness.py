@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from llamabot.evals.anot.data import Dataset, Request, select_candidates
+from llamabot.evals.anot.metrics import KS, hits_at, reciprocal_rank, summarize
+from llamabot.evals.provenance import provenance
 from llamabot.models.seam import ChatModel
-from llamabot.observe.provenance import provenance
-from llamabot.reasoning.anot.data import Dataset, Request, select_candidates
 from llamabot.reasoning.anot.debug import DebugLog
-from llamabot.reasoning.anot.metrics import KS, hits_at, reciprocal_rank, summarize
 
 METHODS = ("anot", "cot")
 
@@ -65,7 +65,7 @@ class EvalReport:
     candidates: int
     seed: int | str
     records: list[RequestRecord] = field(default_factory=list)
-    #: Model, decoding settings, prompt versions and commit (:mod:`llamabot.observe.provenance`).
+    #: Model, decoding settings, prompt versions and commit (:mod:`llamabot.evals.provenance`).
     provenance: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
@@ -120,7 +120,7 @@ def make_bot(method: str, model: str | ChatModel | None, log: DebugLog, **option
 
         return ANoTBot(model=model, debug=log, **settings_apart(options))
     if method == "cot":
-        from llamabot.reasoning.anot.cot import CoTBot
+        from llamabot.evals.anot.cot import CoTBot
 
         return CoTBot(model=model, debug=log, **settings_apart(options))
     raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")

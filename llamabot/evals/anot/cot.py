@@ -1,5 +1,6 @@
-"""The CoT baseline: every item in the prompt (each cut to an equal share of a token budget), one model call
-that reasons step by step and ends with the top-5 list. Ranked with the same parser as ANoT's final step.
+"""The CoT baseline: every item in the prompt (each cut to an equal share of a token budget: scalars and
+attributes first, then list fields such as reviews, as far as the share lasts), one model call that reasons step
+by step and ends with the top-5 list. Ranked with the same parser as ANoT's final step.
 
 ``CoTBot(...)(query, items)`` and ``await AsyncCoTBot(...).arun(query, items)`` return a :class:`CoTResult`
 shaped like :class:`ANoTResult` where the harness reads it (``ranking``, ``stats``, ``errors``).
@@ -7,6 +8,7 @@ shaped like :class:`ANoTResult` where the harness reads it (``ranking``, ``stats
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,12 +19,95 @@ from llamabot.models.seam import ChatModel, get_model
 from llamabot.observe.tracing import Span, Trace, run, span
 from llamabot.reasoning.anot.debug import FULL, SUMMARY, DebugLog
 from llamabot.reasoning.anot.executor import prompt_exchange
-from llamabot.reasoning.anot.item_views import TokenCounter, approx_tokens, render_items_budgeted
-from llamabot.reasoning.anot.prompts import COT_SYSTEM, COT_USER
 from llamabot.reasoning.anot.ranking import Ranking, parse_ranking
 from llamabot.reasoning.anot.stats import PHASE_KIND, PhaseStats, phase_stats, total
 
 DEFAULT_TOKEN_BUDGET = 5500
+
+COT_SYSTEM = (
+    "You rank items for a request. Think step by step, briefly: first name the request's conditions in one line, "
+    "then write one short line per item: its number and which conditions it meets or fails. "
+    "On the last line output the top-5 item numbers, best first, as a list like [3, 1, 4, 2, 5]."
+)
+
+COT_USER = """Request: {query}
+
+Items:
+{items}
+
+Which items best match the request? Answer in this form, one short line per item (do not copy the items):
+Conditions: <the request's conditions>
+1: meets <...>; fails <...>
+2: meets <...>; fails <...>
+...
+Top-5: [<best>, <2nd>, <3rd>, <4th>, <5th>]"""
+
+TokenCounter = Callable[[str], int]
+
+
+def approx_tokens(text: str) -> int:
+    """About 3.5 characters per token: a conservative estimate for English and JSON-like text."""
+    return math.ceil(len(text) / 3.5)
+
+
+def _inline(value: dict[str, Any]) -> str:
+    """``k=v, sub(k=v, ...)``: a dict's scalars on one line, nested dicts in parentheses, lists left out."""
+    return ", ".join(f"{key}({text})" if nested else f"{key}={text}" for key, text, nested in _shown(value))
+
+
+def _scalar_lines(item: dict[str, Any]) -> list[str]:
+    """``key: value`` for top-level scalars, ``key: k=v, ...`` for top-level dicts; lists are left out."""
+    return [f"{key}: {text}" for key, text, _ in _shown(item)]
+
+
+def _shown(value: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """``(key, text, nested)`` for each entry that is not a list: a nested dict as :func:`_inline` text."""
+    return [(key, _inline(child), True) if isinstance(child, dict) else (key, str(child), False)
+            for key, child in value.items() if not isinstance(child, list)]
+
+
+def _list_texts(item: dict[str, Any]) -> list[str]:
+    texts = []
+    for key, child in item.items():
+        if isinstance(child, list):
+            for element in child:
+                if isinstance(element, dict):
+                    text = element.get("text")
+                    extra = ", ".join(f"{k}={v}" for k, v in element.items() if k != "text" and not isinstance(v, (dict, list)))
+                    texts.append(f"- {key}: {text!s}" + (f" ({extra})" if extra else ""))
+                else:
+                    texts.append(f"- {key}: {element}")
+    return texts
+
+
+def render_item(item: Any, budget_tokens: int, count: TokenCounter = approx_tokens) -> str:
+    """One item as text within ``budget_tokens``: its scalar fields (``attributes: WiFi=free, ...``) first, then the
+    texts of its list fields (reviews), cut where the budget ends."""
+    if not isinstance(item, dict):
+        text = str(item)
+        limit = max(0, budget_tokens) * 3
+        return text if count(text) <= budget_tokens else text[:limit] + "..."
+    parts = ["\n".join(_scalar_lines(item))]
+    used = count(parts[0])
+    for line in _list_texts(item):
+        cost = count(line)
+        if used + cost > budget_tokens:
+            room = budget_tokens - used
+            if room > 20:
+                parts.append(line[: int(room * 3.5)] + "...")
+            break
+        parts.append(line)
+        used += cost
+    text = "\n".join(parts)
+    if count(text) > budget_tokens:  # the scalars alone exceed the share
+        text = text[: int(budget_tokens * 3.5)] + "..."
+    return text
+
+
+def render_items_budgeted(items: Sequence[Any], budget_tokens: int, count: TokenCounter = approx_tokens) -> str:
+    """Every item as ``[n] text``, each within an equal share of ``budget_tokens``."""
+    share = max(1, budget_tokens // max(1, len(items)))
+    return "\n\n".join(f"[{n}] {render_item(item, share, count)}" for n, item in enumerate(items, start=1))
 
 
 @dataclass

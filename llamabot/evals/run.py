@@ -1,0 +1,171 @@
+"""Evaluate any bot over a dataset with a scorer: concurrent, resumable, with the report's provenance.
+
+    from llamabot.evals import Dataset, evaluate
+
+    report = evaluate(bot, Dataset.load("qa.jsonl"), "number", concurrency=4, log="qa_attempts.jsonl")
+    print(report.table())
+
+**The bot** is anything called with a case's input (a mapping input: as keyword arguments): a graph bot
+(``AgentBot`` with its tools, ``AoTBot``...: ``arun_with_trace``, so each case's tokens are its own run's), a bot
+with an async ``__call__`` or ``arun``, or a plain function (run in a thread). Its answer is scored as text
+(:func:`answer_text`).
+
+**Concurrency**: at most ``concurrency`` cases run at once (an ``asyncio.Semaphore``); the report keeps the
+dataset's order.
+
+**Resume**: with ``log=PATH`` each finished attempt is appended to a JSON-lines file as it ends (after a header
+line with the provenance, the dataset's name and version and the scorer). Run again with the same ``log``, the
+attempts it holds are kept and only the other cases run; a log made with another model, other settings, other
+prompts, another dataset version or another scorer is refused (:class:`~llamabot.evals.provenance.ResumeError`
+naming each difference).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from llamabot.evals.dataset import Case, Dataset
+from llamabot.evals.provenance import ResumeError, check_resumable, provenance
+from llamabot.evals.report import Attempt, Report
+from llamabot.evals.scorers import Scorer, resolve_scorer
+
+
+def answer_text(result: Any) -> str:
+    """A bot's answer as text: a string itself; else its ``content`` (a reply) or ``answer`` (AoT, ToT); a
+    pydantic model as JSON; anything else ``str()``."""
+    if isinstance(result, str):
+        return result
+    for attribute in ("content", "answer"):
+        value = getattr(result, attribute, None)
+        if value is not None and not callable(value):
+            return value if isinstance(value, str) else str(value)
+    dump = getattr(result, "model_dump_json", None)
+    return dump() if callable(dump) else str(result)
+
+
+def _tokens(result: Any, trace: Any) -> int:
+    usage = getattr(trace, "usage", None) if trace is not None else getattr(result, "usage", None)
+    total = getattr(usage, "total_tokens", 0)
+    return total if isinstance(total, int) else 0
+
+
+async def _call(bot: Any, value: Any) -> tuple[Any, Any]:
+    """``(result, trace or None)`` of one call of ``bot`` on a case's input."""
+    args, kwargs = ((), dict(value)) if isinstance(value, Mapping) else ((value,), {})
+    if hasattr(bot, "arun_with_trace"):
+        return await bot.arun_with_trace(*args, **kwargs)
+    if inspect.iscoroutinefunction(getattr(bot, "arun", None)):
+        return await bot.arun(*args, **kwargs), None
+    if inspect.iscoroutinefunction(bot) or inspect.iscoroutinefunction(type(bot).__call__):
+        return await bot(*args, **kwargs), None
+    return await asyncio.to_thread(bot, *args, **kwargs), None
+
+
+async def run_case(bot: Any, case: Case, scorer: Scorer) -> Attempt:
+    """Run and score one case; an error of the bot or the scorer is recorded with score 0, never raised."""
+    started = time.perf_counter()
+    output = None
+    try:
+        result, trace = await _call(bot, case.input)
+        output = answer_text(result)
+        tokens = _tokens(result, trace)
+        score = float(scorer(output, case))
+    except Exception as exc:  # noqa: BLE001 - one failed case is a recorded failure, not the end of the run
+        return Attempt(case.id, output, 0.0, time.perf_counter() - started, 0, f"{type(exc).__name__}: {exc}",
+                       case.expected)
+    return Attempt(case.id, output, score, time.perf_counter() - started, tokens, None, case.expected)
+
+
+def bot_provenance(bot: Any, scorer: Any) -> dict[str, Any]:
+    """The provenance of an evaluation of ``bot``: its model's name, its settings (``decoding`` or
+    ``model_settings``) and its prompts (``prompt_texts`` or ``system_prompt``), by :func:`provenance`."""
+    model = getattr(bot, "model_name", None) or getattr(getattr(bot, "model", None), "name", None)
+    settings = getattr(bot, "decoding", None) or getattr(bot, "model_settings", None) or {}
+    texts = getattr(bot, "prompt_texts", None) or getattr(bot, "system_prompt", None) or ()
+    name = getattr(bot, "__qualname__", type(bot).__qualname__)
+    block = provenance(model if isinstance(model, str) and model else "unknown",
+                       {"bot": json.loads(json.dumps(settings, default=str))},
+                       {"bot": texts if isinstance(texts, str) else [str(t) for t in texts]})
+    return {**block, "bot": name, "scorer": getattr(scorer, "__qualname__", str(scorer))}
+
+
+def read_log(path: Path) -> tuple[dict[str, Any] | None, list[Attempt]]:
+    """The last header and the attempts of an attempts log (a last line cut off by a kill is skipped)."""
+    header, attempts = None, []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, start=1):
+        try:
+            entry = json.loads(line)
+            if entry.pop("kind") == "header":
+                header = entry
+            else:
+                attempts.append(Attempt(**entry))
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+            if number < len(lines):
+                raise ResumeError(f"{path}, line {number}: not an attempt of this log: {exc}") from exc
+    return header, attempts
+
+
+def _resumed(path: Path, header: dict[str, Any]) -> list[Attempt]:
+    """The attempts of the log at ``path`` that a run with ``header`` may keep (``ResumeError`` else)."""
+    before, attempts = read_log(path)
+    if before is None:
+        return []
+    differences = [f"dataset.{key}: {before['dataset'].get(key)!r} != {header['dataset'][key]!r}"
+                   for key in ("name", "version") if before["dataset"].get(key) != header["dataset"][key]]
+    check_resumable(before["provenance"], header["provenance"], differences)
+    return attempts
+
+
+async def aevaluate(bot: Any, dataset: Dataset, scorer: str | Scorer = "exact", *, concurrency: int = 4,
+                    log: str | Path | None = None,
+                    on_attempt: Callable[[Attempt], None] | None = None) -> Report:
+    """Run ``bot`` on every case of ``dataset`` (at most ``concurrency`` at once), score each answer with
+    ``scorer`` (a name, ``module:function`` or a function ``(output, case) -> bool | float``) and return the
+    :class:`Report`. ``log``: the attempts file that makes the run resumable (see the module docstring);
+    ``on_attempt`` sees each attempt run now, as it ends."""
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    score = resolve_scorer(scorer)
+    header = {"provenance": bot_provenance(bot, score), "dataset": dataset.describe()}
+    path = Path(log) if log is not None else None
+    kept: dict[str, Attempt] = {}
+    if path is not None and path.exists() and path.stat().st_size:
+        wanted = {case.id for case in dataset}
+        kept = {a.case: a for a in _resumed(path, header) if a.case in wanted}
+    handle = path.open("a", encoding="utf-8") if path is not None else None
+    try:
+        if handle is not None:
+            handle.write(json.dumps({"kind": "header", **header}, default=str) + "\n")
+            handle.flush()
+        limit = asyncio.Semaphore(concurrency)
+
+        async def one(case: Case) -> Attempt:
+            async with limit:
+                attempt = await run_case(bot, case, score)
+            if handle is not None:
+                handle.write(json.dumps({"kind": "attempt", **asdict(attempt)}, default=str) + "\n")
+                handle.flush()
+            if on_attempt is not None:
+                on_attempt(attempt)
+            return attempt
+
+        ran = await asyncio.gather(*(one(case) for case in dataset if case.id not in kept))
+    finally:
+        if handle is not None:
+            handle.close()
+    by_case = {**kept, **{a.case: a for a in ran}}
+    return Report([by_case[case.id] for case in dataset], header["provenance"], header["dataset"], len(kept))
+
+
+def evaluate(bot: Any, dataset: Dataset, scorer: str | Scorer = "exact", *, concurrency: int = 4,
+             log: str | Path | None = None, on_attempt: Callable[[Attempt], None] | None = None) -> Report:
+    """:func:`aevaluate` from synchronous code (not inside a running event loop)."""
+    return asyncio.run(aevaluate(bot, dataset, scorer, concurrency=concurrency, log=log, on_attempt=on_attempt))
