@@ -1,4 +1,8 @@
-"""llamabot's settings read from the environment: whole numbers, seconds and paths, each checked when read.
+"""llamabot's settings read from the environment: every variable in one table (:data:`SETTINGS`: name, type,
+default, bounds, what it does), each read through :func:`setting` and checked when read.
+
+The README's Configuration table is checked against :data:`SETTINGS` (``tests/test_settings.py``), and every
+``LLAMABOT_*`` name the package reads must be in it.
 
 A blank or unset variable gives the default. A value that is not what the variable takes raises
 :class:`SettingsError` naming the variable, the value (an excerpt) and what it accepts: only ASCII digits
@@ -10,7 +14,9 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from llamabot.errors import SettingsError, excerpt
 
@@ -70,3 +76,64 @@ def env_path(name: str) -> Path | None:
     """``$name`` as a path (``~`` expanded, see :func:`expand_path`), or ``None`` when unset or blank."""
     raw = _raw(name)
     return None if raw is None else expand_path(raw, f"${name}")
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One environment variable: ``kind`` is ``int`` (a whole number in ``[minimum, maximum]``), ``seconds``
+    (more than 0, at most ``maximum``), ``path`` (``~`` expanded) or ``text``; ``default`` is the value when it is
+    unset or blank (a callable: computed then, e.g. from the core count); ``help`` says what it does."""
+
+    name: str
+    kind: str
+    default: Any
+    help: str
+    minimum: int = 0
+    maximum: int = 10**15
+
+
+_MIB = 1 << 20
+
+#: Every environment variable llamabot reads (the owning module reads it with :func:`setting`).
+SETTINGS: dict[str, Setting] = {s.name: s for s in (
+    Setting("LLAMABOT_MODEL", "text", None, "default model string when a bot gets no model="),
+    Setting("LLAMABOT_DB", "text", None, "where durable runs are kept (sqlite:///path or postgresql://...)"),
+    Setting("LLAMABOT_CACHE_DIR", "path", None, "where assembled models live"),
+    Setting("LLAMABOT_LOCAL_N_CTX", "int", 8192, "llama.cpp context size", 256, 1 << 20),
+    Setting("LLAMABOT_LOCAL_THREADS", "int", lambda: max(1, (os.cpu_count() or 2) // 2),
+            "llama.cpp threads (half the cores)", 1, 1024),
+    Setting("LLAMABOT_LOCAL_BATCH", "int", 512, "llama.cpp batch size", 8, 1 << 20),
+    Setting("LLAMABOT_PREFIX_CACHE_DIR", "path", None, "saved prompt prefixes of the embedded model"),
+    Setting("LLAMABOT_PREFIX_CACHE_BYTES", "int", 2048 * _MIB, "prefix cache on disk (0: off)", 0, 1 << 50),
+    Setting("LLAMABOT_PREFIX_MEMORY_BYTES", "int", 512 * _MIB, "prefix cache in memory per model (0: off)",
+            0, 1 << 50),
+    Setting("LLAMABOT_TOOL_RESULT_CHARS", "int", 100_000, "characters of a tool result the model is shown",
+            100, 10**15),
+    Setting("LLAMABOT_MCP_TIMEOUT", "seconds", 60.0, "seconds an MCP server may take to answer one call",
+            0, 86_400),
+    Setting("LLAMABOT_MCP_MAX_DESCRIPTION_CHARS", "int", 10_000, "largest MCP tool description", 1, 10**7),
+    Setting("LLAMABOT_MCP_MAX_SCHEMA_CHARS", "int", 100_000, "largest MCP input schema (as JSON)", 1, 10**8),
+    Setting("LLAMABOT_MCP_MAX_MESSAGE_BYTES", "int", 32 * _MIB, "largest message read from a stdio MCP server",
+            4096, 1 << 34),
+    Setting("LLAMABOT_DURABLE_GRACE_S", "int", 20, "seconds a stopping worker lets in-flight steps finish",
+            0, 3600),
+    Setting("LLAMABOT_DURABLE_HEARTBEAT_S", "int", 5, "seconds between a worker's heartbeats", 1, 3600),
+    Setting("LLAMABOT_DURABLE_ORPHAN_S", "int", 60, "seconds without a heartbeat before a worker's runs are "
+            "recovered by another", 2, 86_400),
+    Setting("LLAMABOT_CONSOLE_TOKEN", "text", None, "the token llamabot console requires off loopback"),
+    Setting("ANOT_DEBUG", "text", None, "ANoT's debug log level and file"),
+)}
+
+
+def setting(name: str) -> Any:
+    """The value of the registered variable ``name`` (see :data:`SETTINGS`), read and checked now; ``KeyError``
+    for a name that is not registered (every variable is declared once, here)."""
+    spec = SETTINGS[name]
+    default = spec.default() if callable(spec.default) else spec.default
+    if spec.kind == "int":
+        return env_int(name, default, minimum=spec.minimum, maximum=spec.maximum)
+    if spec.kind == "seconds":
+        return env_seconds(name, default, maximum=spec.maximum)
+    if spec.kind == "path":
+        return env_path(name) or default
+    return _raw(name) or default

@@ -14,7 +14,6 @@ Imports llama.cpp (inside ``_load``) but never LiteLLM.
 from __future__ import annotations
 
 import atexit
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,13 +22,8 @@ from typing import Any
 from llamabot.errors import ModelFileError, SettingsError
 from llamabot.models.local_prefix_cache import DiskPrefixCache, MemoryPrefixCache
 from llamabot.models.registry import LOCAL_MODELS, cache_dir, ensure_model_file
-from llamabot.settings import env_int, env_path
+from llamabot.settings import SETTINGS, setting
 
-MIB = 1 << 20
-#: The bounds of the settings: a context of 1 Mi tokens, 1,024 threads, a cache of 1 PiB.
-MAX_N_CTX = 1 << 20
-MAX_THREADS = 1024
-MAX_CACHE_BYTES = 1 << 50
 
 
 class LocalSettingsError(SettingsError):
@@ -40,27 +34,25 @@ class LocalSettingsError(SettingsError):
 class LocalSettings:
     """How llama.cpp runs the embedded model, and how large its prefix caches may grow."""
 
-    n_ctx: int = 8192
+    n_ctx: int = SETTINGS["LLAMABOT_LOCAL_N_CTX"].default
     n_threads: int = 1
-    n_batch: int = 512
+    n_batch: int = SETTINGS["LLAMABOT_LOCAL_BATCH"].default
     prefix_dir: Path = field(default_factory=lambda: cache_dir() / "prefixes")
-    disk_bytes: int = 2048 * MIB
-    memory_bytes: int = 512 * MIB
+    disk_bytes: int = SETTINGS["LLAMABOT_PREFIX_CACHE_BYTES"].default
+    memory_bytes: int = SETTINGS["LLAMABOT_PREFIX_MEMORY_BYTES"].default
 
     @classmethod
     def from_env(cls) -> LocalSettings:
-        # Half the logical cores (llama-cpp-python's own default: the physical cores on SMT machines). On the
-        # 2-core reference machine under load, 1 thread generated 4-9 tok/s where 2 threads made 1-2.5 tok/s:
-        # llama.cpp's threads spin at their barriers and lose badly to any other busy process.
-        cores = max(1, (os.cpu_count() or 2) // 2)
+        # Threads: half the logical cores by default (llama-cpp-python's own default: the physical cores on SMT
+        # machines); see llamabot.settings.SETTINGS and the models LLD for why.
         try:
             return cls(
-                n_ctx=env_int("LLAMABOT_LOCAL_N_CTX", 8192, minimum=256, maximum=MAX_N_CTX),
-                n_threads=env_int("LLAMABOT_LOCAL_THREADS", cores, minimum=1, maximum=MAX_THREADS),
-                n_batch=env_int("LLAMABOT_LOCAL_BATCH", 512, minimum=8, maximum=MAX_N_CTX),
-                prefix_dir=env_path("LLAMABOT_PREFIX_CACHE_DIR") or cache_dir() / "prefixes",
-                disk_bytes=env_int("LLAMABOT_PREFIX_CACHE_BYTES", 2048 * MIB, minimum=0, maximum=MAX_CACHE_BYTES),
-                memory_bytes=env_int("LLAMABOT_PREFIX_MEMORY_BYTES", 512 * MIB, minimum=0, maximum=MAX_CACHE_BYTES),
+                n_ctx=setting("LLAMABOT_LOCAL_N_CTX"),
+                n_threads=setting("LLAMABOT_LOCAL_THREADS"),
+                n_batch=setting("LLAMABOT_LOCAL_BATCH"),
+                prefix_dir=setting("LLAMABOT_PREFIX_CACHE_DIR") or cache_dir() / "prefixes",
+                disk_bytes=setting("LLAMABOT_PREFIX_CACHE_BYTES"),
+                memory_bytes=setting("LLAMABOT_PREFIX_MEMORY_BYTES"),
             )
         except SettingsError as exc:
             raise LocalSettingsError(str(exc)) from None

