@@ -29,9 +29,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from llamabot.bot.structuredbot import parse_structured
-from llamabot.evals.aot import parse_number
 from llamabot.evals.game24.check import check_game24
 from llamabot.evals.game24.steps import extract_answer, parse_step
+from llamabot.evals.scorers import parse_number
 from llamabot.models.tool_call_text import extract_tool_calls
 from llamabot.reasoning.anot.logic import parse_logic
 from llamabot.reasoning.anot.lwt import execution_layers, parse_lwt

@@ -247,7 +247,7 @@ def _register_patterns() -> None:
     import importlib
 
     for module in ("llamabot.cli.models", "llamabot.cli.aot", "llamabot.cli.tot", "llamabot.cli.anot", "llamabot.cli.runs",
-                   "llamabot.cli.web_console"):
+                   "llamabot.cli.web_console", "llamabot.cli.eval_run"):
         importlib.import_module(module).register(app, eval_app)
 
 

@@ -113,6 +113,13 @@ def read_log(path: Path) -> tuple[dict[str, Any] | None, list[Attempt]]:
     return header, attempts
 
 
+def _drop_cut_line(path: Path) -> None:
+    """Remove a last line that a kill cut off while it was written, so that appended lines follow whole ones."""
+    data = path.read_bytes()
+    if not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
 def _resumed(path: Path, header: dict[str, Any]) -> list[Attempt]:
     """The attempts of the log at ``path`` that a run with ``header`` may keep (``ResumeError`` else)."""
     before, attempts = read_log(path)
@@ -138,6 +145,7 @@ async def aevaluate(bot: Any, dataset: Dataset, scorer: str | Scorer = "exact", 
     path = Path(log) if log is not None else None
     kept: dict[str, Attempt] = {}
     if path is not None and path.exists() and path.stat().st_size:
+        _drop_cut_line(path)
         wanted = {case.id for case in dataset}
         kept = {a.case: a for a in _resumed(path, header) if a.case in wanted}
     handle = path.open("a", encoding="utf-8") if path is not None else None

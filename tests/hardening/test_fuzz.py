@@ -19,7 +19,6 @@ from pydantic import BaseModel, ValidationError
 from llamabot.bot.structuredbot import parse_structured
 from llamabot.bot.toolbot import parse_tool_calls
 from llamabot.errors import ToolArgumentsError
-from llamabot.evals.aot import parse_number
 from llamabot.evals.game24.check import (
     ExpressionError,
     PuzzleError,
@@ -28,6 +27,7 @@ from llamabot.evals.game24.check import (
     parse_puzzle,
 )
 from llamabot.evals.game24.steps import extract_answer, numbers_left, parse_step
+from llamabot.evals.scorers import parse_number
 from llamabot.models.reply import ModelReply
 from llamabot.models.tool_call_text import extract_tool_calls
 from llamabot.reasoning.anot.logic import LogicSyntaxError, parse_logic
