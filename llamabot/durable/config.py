@@ -14,7 +14,7 @@ from pathlib import Path
 
 from llamabot.durable.errors import DatabaseURLError
 from llamabot.errors import SettingsError
-from llamabot.settings import env_int, expand_path
+from llamabot.settings import expand_path, setting
 
 #: The environment variable that names the database when no argument does.
 DB_ENV = "LLAMABOT_DB"
@@ -135,7 +135,7 @@ def _redacted_parameter(parameter: str) -> str:
 def grace_seconds() -> int:
     """``$LLAMABOT_DURABLE_GRACE_S`` (default 20, 0 to 3600): how long a stopping process lets its steps in flight
     finish before it stops; kept under the 30 s a container platform usually waits after SIGTERM."""
-    return env_int(GRACE_ENV, 20, minimum=0, maximum=3600)
+    return setting(GRACE_ENV)
 
 
 def liveness_seconds() -> tuple[int, int]:
@@ -143,8 +143,7 @@ def liveness_seconds() -> tuple[int, int]:
     records that it is alive, and after how long without a heartbeat its runs are recovered by a worker. The
     timeout must be at least twice the heartbeat (:class:`SettingsError` otherwise), so one late heartbeat never
     makes a live process look dead."""
-    heartbeat = env_int(HEARTBEAT_ENV, 5, minimum=1, maximum=3600)
-    orphan = env_int(ORPHAN_ENV, 60, minimum=2, maximum=86_400)
+    heartbeat, orphan = setting(HEARTBEAT_ENV), setting(ORPHAN_ENV)
     if orphan < 2 * heartbeat:
         raise SettingsError(
             f"${ORPHAN_ENV}={orphan} must be at least twice ${HEARTBEAT_ENV}={heartbeat} (one late heartbeat must "
