@@ -23,8 +23,6 @@ from tests.durable.conftest import PYTHON, subprocess_env
 from tests.durable.workers import Worker
 
 CLI = "from llamabot.cli import main; main()"
-#: Where screenshots go when ``$LLAMABOT_CONSOLE_SCREENSHOTS`` is set (``docs/design/console/``).
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "design" / "console"
 
 
 def free_port() -> int:
@@ -123,8 +121,3 @@ def page(browser):
     yield opened
     context.close()
 
-
-def screenshot(page, name: str) -> None:
-    """Save the page as ``docs/design/console/<name>.png`` when ``$LLAMABOT_CONSOLE_SCREENSHOTS`` is set."""
-    if os.environ.get("LLAMABOT_CONSOLE_SCREENSHOTS"):
-        page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)

@@ -8,7 +8,7 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.console.conftest import screenshot, start_run
+from tests.console.conftest import start_run
 
 WAIT_MS = 30_000
 
@@ -30,7 +30,6 @@ def open_waiting_run(page, console, run_id: str) -> None:
 def test_con_appr_010_a_waiting_run_is_approved_in_the_browser_and_finishes_live(page, console, worker, db):
     start_run(db, "alice", "pay-alice")
     open_waiting_run(page, console, "pay-alice")
-    screenshot(page, "run-waiting")
     expect(page.locator("#approval textarea")).to_have_value(re.compile(r'"to": "alice"'))
     page.get_by_role("button", name="Approve").click()
     expect(page.locator(".flash")).to_contain_text("Approved")
@@ -42,7 +41,6 @@ def test_con_appr_010_a_waiting_run_is_approved_in_the_browser_and_finishes_live
     transfer.locator("summary").click()  # its details load when it opens
     expect(transfer.locator("pre.attributes")).to_contain_text('"to": "alice"')
     expect(transfer.locator("pre.attributes")).to_contain_text('"result": "sent 10.0 to alice"')
-    screenshot(page, "run-finished")
 
 
 def test_con_appr_020_a_rejected_call_shows_the_model_the_reason(page, console, worker, db):
@@ -75,7 +73,6 @@ def test_con_esc_010_a_hostile_argument_renders_as_text(page, console, worker, d
     page.goto(f"{console.url}/runs")
     expect(page.locator('tr[data-run="pay-hostile"] td.query')).to_contain_text("<script>")
     assert page.evaluate("window.pwned") is None
-    screenshot(page, "runs-list")
 
 
 def test_con_appr_040_the_approvals_page_decides_too(page, console, worker, db):
@@ -84,6 +81,5 @@ def test_con_appr_040_the_approvals_page_decides_too(page, console, worker, db):
     page.goto(f"{console.url}/approvals")
     card = page.locator('article[data-run="pay-carol"]')
     expect(card.locator("code.tool")).to_have_text("transfer")
-    screenshot(page, "approvals")
     card.get_by_role("button", name="Approve").click()
     expect(page.locator("#answer")).to_have_text("done: sent 10.0 to carol", timeout=WAIT_MS)

@@ -76,3 +76,22 @@ def test_con_sec_040_a_post_without_the_csrf_token_changes_nothing(console, work
 def test_con_sec_050_state_changes_are_posts_only(console):
     assert httpx.get(f"{console.url}/runs/x/approve").status_code == 405
     assert httpx.get(f"{console.url}/runs/x/reject").status_code == 405
+
+
+def test_con_appr_050_a_decision_made_on_a_page_of_another_approval_is_refused(console, worker, db):
+    start_run(db, "erin", "pay-erin")
+    wait_until_waiting(db, "pay-erin")
+    with httpx.Client(base_url=console.url) as user:
+        user.get("/runs")
+        csrf = user.cookies["llamabot_csrf"]
+        stale = user.post("/runs/pay-erin/approve", data={"request": "2", "csrf": csrf, "arguments": ""})
+        assert stale.status_code == 409 and "now waits for approval #1" in stale.text
+        assert show_run("pay-erin", db).waiting is not None
+        bad = user.post("/runs/pay-erin/approve", data={"request": "1", "csrf": csrf, "arguments": "{not json"})
+        assert bad.status_code == 409 and "not JSON" in bad.text
+        assert show_run("pay-erin", db).waiting is not None
+
+
+def test_con_cli_010_an_unreachable_database_exits_1_with_its_error(tmp_path):
+    result = CliRunner().invoke(app, ["console", "--db", f"sqlite:///{tmp_path}/missing/dir/runs.sqlite"])
+    assert result.exit_code == 1 and "error" in result.output
