@@ -310,6 +310,7 @@ COMMANDS: dict[str, Callable[[Tour, list[str]], None] | NotRun] = {
     'llamabot agent "..." --mcp "python server.py"': cli(),
     'llamabot chat "Why is the sky blue?"': cli("Why is the sky blue?"),
     'llamabot chat --model local/qwen2.5-coder-0.5b "Hi"': NotRun("loads the embedded 0.5B model"),
+    "llamabot console": NotRun("serves until stopped; tests/console drive it in a browser with a worker"),
     "llamabot models": EMBEDDED,
     "llamabot models pull qwen2.5-coder-0.5b": EMBEDDED,
 }
