@@ -121,7 +121,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("LLAMABOT_DURABLE_ORPHAN_S", "int", 60, "seconds without a heartbeat before a worker's runs are "
             "recovered by another", 2, 86_400),
     Setting("LLAMABOT_CONSOLE_TOKEN", "text", None, "the token llamabot console requires off loopback"),
-    Setting("ANOT_DEBUG", "text", None, "ANoT's debug log level and file"),
+    Setting("ANOT_DEBUG", "int", 0, "ANoT's debug level, 0 (off) to 3", 0, 3),
 )}
 
 

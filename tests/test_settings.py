@@ -22,6 +22,13 @@ def test_set_010_every_variable_the_package_names_is_declared():
     assert set(SETTINGS) - used == set(), "declared but never read"
 
 
+def test_set_020_the_readme_table_lists_exactly_the_declared_variables():
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    listed = set(NAME.findall(table))
+    assert listed == set(SETTINGS)
+
+
 @pytest.mark.parametrize("name", sorted(n for n, s in SETTINGS.items() if s.kind == "int"))
 def test_set_030_whole_number_settings_refuse_what_is_out_of_bounds_naming_the_variable(name, monkeypatch):
     spec = SETTINGS[name]

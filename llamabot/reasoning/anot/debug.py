@@ -44,6 +44,7 @@ from loguru import logger
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import current_run, current_trace
 from llamabot.reasoning.anot.stats import PHASE_KIND, model_calls_in, total
+from llamabot.settings import setting
 
 if TYPE_CHECKING:
     from llamabot.observe.tracing import Span
@@ -62,15 +63,9 @@ def _stderr(line: str) -> None:
 
 
 def level_from_env(default: int = OFF) -> int:
-    """``$ANOT_DEBUG`` as a level 0-3 (an unreadable value raises ``ValueError`` naming it)."""
-    raw = os.environ.get(ENV_VAR, "").strip()
-    if not raw:
-        return default
-    try:
-        level = int(raw)
-    except ValueError:
-        raise ValueError(f"{ENV_VAR}={raw!r}: use a level 0-3") from None
-    return min(max(level, OFF), FULL)
+    """``$ANOT_DEBUG`` as a level 0-3, else ``default`` when unset (another value raises
+    :class:`~llamabot.errors.SettingsError`, a ``ValueError``, naming it)."""
+    return setting(ENV_VAR) if os.environ.get(ENV_VAR, "").strip() else default
 
 
 def format_line(phase: str, request: str, message: str, now: datetime | None = None) -> str:

@@ -115,7 +115,7 @@ def test_anot_dbg_040_the_level_comes_from_anot_debug_unless_given(monkeypatch):
     monkeypatch.setenv("ANOT_DEBUG", "2")
     assert level_from_env() == 2 and DebugLog.resolve(None).level == 2 and DebugLog.resolve(0).level == 0
     monkeypatch.setenv("ANOT_DEBUG", "loud")
-    with pytest.raises(ValueError, match="ANOT_DEBUG='loud'"):
+    with pytest.raises(ValueError, match=r"\$ANOT_DEBUG='loud'"):
         level_from_env()
     from datetime import datetime
 
