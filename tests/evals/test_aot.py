@@ -25,11 +25,6 @@ from llamabot.models.scripted_provider import register_scripted_provider
 from llamabot.reasoning.aot.prompts import EXAMPLE_PLAN
 
 GOOD = EXAMPLE_PLAN
-BAD = {"atoms": [{"id": 1, "kind": "tool", "name": "sqrt", "input": {"x": 4}, "dependsOn": []}]}
-DIVIDE_BY_ZERO = {"atoms": [
-    {"id": 1, "kind": "tool", "name": "divide", "input": {"a": 1, "b": 0}, "dependsOn": []},
-    {"id": 2, "kind": "final", "name": "report", "dependsOn": [1]},
-]}
 
 
 def test_aot_eval_010_answers_are_scored_with_a_numeric_tolerance():
