@@ -25,26 +25,40 @@ def lookup(key: str) -> str:
     raise KeyError(f"no entry {key!r}")
 
 
-class PaymentModel:
-    """Calls ``first`` with the question as its argument ``argument``, then answers with the tool's result."""
+class ScriptedCalls:
+    """A model whose reply to a request is one tool call, ``call(request)``: ``(tool name, arguments)``."""
 
-    def __init__(self, first: str, argument: str, extra: dict | None = None):
-        self.name, self.first, self.argument, self.extra = "payments-model", first, argument, extra or {}
+    name = "scripted"
+
+    def call(self, request: ModelRequest) -> tuple[str, dict]:
+        raise NotImplementedError
 
     def _reply(self, request: ModelRequest) -> ModelReply:
-        results = [m["content"] for m in request.messages if m.get("role") == "tool"]
-        if not results:
-            call = (self.first, {**self.extra, self.argument: request.last_user_text})
-        else:
-            call = ("respond_to_user", {"response": f"done: {results[-1]}"})
-        return ModelReply(content=None, finish_reason="tool_calls", usage=Usage(120, 30, 0.0015),
-                          tool_calls=(ToolCallRequest(f"call_{len(results)}", call[0], json.dumps(call[1])),))
+        name, arguments = self.call(request)
+        done = sum(m.get("role") == "tool" for m in request.messages)
+        return ModelReply(content=None, finish_reason="tool_calls", usage=self.usage,
+                          tool_calls=(ToolCallRequest(f"call_{done}", name, json.dumps(arguments)),))
 
     def complete(self, request: ModelRequest, on_token=None) -> ModelReply:
         return self._reply(request)
 
     async def acomplete(self, request: ModelRequest, on_token=None) -> ModelReply:
         return self._reply(request)
+
+
+class PaymentModel(ScriptedCalls):
+    """Calls ``first`` with the question as its argument ``argument``, then answers with the tool's result."""
+
+    usage = Usage(120, 30, 0.0015)
+
+    def __init__(self, first: str, argument: str, extra: dict | None = None):
+        self.name, self.first, self.argument, self.extra = "payments-model", first, argument, extra or {}
+
+    def call(self, request: ModelRequest) -> tuple[str, dict]:
+        results = [m["content"] for m in request.messages if m.get("role") == "tool"]
+        if not results:
+            return self.first, {**self.extra, self.argument: request.last_user_text}
+        return "respond_to_user", {"response": f"done: {results[-1]}"}
 
 
 def make_payment_agent() -> AgentBot:
@@ -55,28 +69,21 @@ def make_failing_agent() -> AgentBot:
     return AgentBot(tools=[lookup], model=PaymentModel("lookup", "key"), max_iterations=3)
 
 
-class CountingModel:
+class CountingModel(ScriptedCalls):
     """Calls ``record`` ``calls`` times, counting from the last tool result (``recorded N``: the conversation
     window may have dropped the earlier ones), then answers."""
 
-    name = "counting-model"
+    name, usage = "counting-model", Usage(50, 10)
 
     def __init__(self, calls: int):
         self.calls = calls
 
-    def _reply(self, request: ModelRequest) -> ModelReply:
+    def call(self, request: ModelRequest) -> tuple[str, dict]:
         results = [m["content"] for m in request.messages if m.get("role") == "tool"]
         done = int(results[-1].rsplit(" ", 1)[-1]) if results else 0
-        call = ("record", {"step": done + 1, "run": "long"}) if done < self.calls else (
-            "respond_to_user", {"response": f"recorded {done} steps"})
-        return ModelReply(content=None, finish_reason="tool_calls", usage=Usage(50, 10),
-                          tool_calls=(ToolCallRequest(f"call_{done}", call[0], json.dumps(call[1])),))
-
-    def complete(self, request: ModelRequest, on_token=None) -> ModelReply:
-        return self._reply(request)
-
-    async def acomplete(self, request: ModelRequest, on_token=None) -> ModelReply:
-        return self._reply(request)
+        if done < self.calls:
+            return "record", {"step": done + 1, "run": "long"}
+        return "respond_to_user", {"response": f"recorded {done} steps"}
 
 
 def make_long_agent() -> AgentBot:

@@ -61,28 +61,28 @@ class ConsoleServer:
                 self.proc.wait()
 
 
-@pytest.fixture
-def db(tmp_path) -> str:
-    return f"sqlite:///{tmp_path / 'runs.sqlite'}"
+# One database, worker and console per test file (each test uses its own run ids): a worker and a console take
+# seconds to start.
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("console")
 
 
-@pytest.fixture
-def worker(db, tmp_path, files):
-    started = Worker(db, "console-worker", tmp_path / "worker.log", concurrency=4)
+@pytest.fixture(scope="module")
+def db(folder) -> str:
+    return f"sqlite:///{folder / 'runs.sqlite'}"
+
+
+@pytest.fixture(scope="module")
+def worker(db, folder):
+    started = Worker(db, "console-worker", folder / "worker.log", concurrency=4)
     yield started
     started.stop(signal.SIGTERM)
 
 
-@pytest.fixture
-def files(tmp_path, monkeypatch):
-    effects = tmp_path / "effects.txt"
-    monkeypatch.setenv("DURABLE_EFFECTS", str(effects))
-    return effects
-
-
-@pytest.fixture
-def console(db, tmp_path):
-    server = ConsoleServer(db, tmp_path / "console.log")
+@pytest.fixture(scope="module")
+def console(db, folder):
+    server = ConsoleServer(db, folder / "console.log")
     yield server
     server.stop()
 

@@ -13,8 +13,10 @@ from tests.console.conftest import start_run
 WAIT_MS = 30_000
 
 
-def open_waiting_run(page, console, run_id: str) -> None:
-    """From the runs list (reloaded until the worker has reached the approval) to the run's page."""
+def open_waiting_run(page, console, db, who: str, run_id: str) -> None:
+    """Start a payment to ``who``, then go from the runs list (reloaded until the worker has reached the
+    approval) to the run's page."""
+    start_run(db, who, run_id)
     page.goto(f"{console.url}/runs")
     row = page.locator(f'tr[data-run="{run_id}"]')
     for _ in range(150):
@@ -28,8 +30,7 @@ def open_waiting_run(page, console, run_id: str) -> None:
 
 
 def test_con_appr_010_a_waiting_run_is_approved_in_the_browser_and_finishes_live(page, console, worker, db):
-    start_run(db, "alice", "pay-alice")
-    open_waiting_run(page, console, "pay-alice")
+    open_waiting_run(page, console, db, "alice", "pay-alice")
     expect(page.locator("#approval textarea")).to_have_value(re.compile(r'"to": "alice"'))
     page.get_by_role("button", name="Approve").click()
     expect(page.locator(".flash")).to_contain_text("Approved")
@@ -44,8 +45,7 @@ def test_con_appr_010_a_waiting_run_is_approved_in_the_browser_and_finishes_live
 
 
 def test_con_appr_020_a_rejected_call_shows_the_model_the_reason(page, console, worker, db):
-    start_run(db, "mallory", "pay-mallory")
-    open_waiting_run(page, console, "pay-mallory")
+    open_waiting_run(page, console, db, "mallory", "pay-mallory")
     page.locator('input[name="reason"]').fill("not a known payee")
     page.get_by_role("button", name="Reject").click()
     expect(page.locator("#answer")).to_contain_text("not a known payee", timeout=WAIT_MS)
@@ -54,8 +54,7 @@ def test_con_appr_020_a_rejected_call_shows_the_model_the_reason(page, console, 
 
 
 def test_con_appr_030_edited_arguments_are_what_the_tool_runs_with(page, console, worker, db):
-    start_run(db, "bob", "pay-bob")
-    open_waiting_run(page, console, "pay-bob")
+    open_waiting_run(page, console, db, "bob", "pay-bob")
     page.locator("#approval textarea").fill('{"amount": 5, "to": "bob"}')
     page.get_by_role("button", name="Approve").click()
     expect(page.locator("#answer")).to_have_text(re.compile(r"done: sent 5(\.0)? to bob"), timeout=WAIT_MS)
@@ -63,8 +62,7 @@ def test_con_appr_030_edited_arguments_are_what_the_tool_runs_with(page, console
 
 def test_con_esc_010_a_hostile_argument_renders_as_text(page, console, worker, db):
     hostile = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
-    start_run(db, hostile, "pay-hostile")
-    open_waiting_run(page, console, "pay-hostile")
+    open_waiting_run(page, console, db, hostile, "pay-hostile")
     expect(page.locator("#approval textarea")).to_have_value(re.compile(re.escape('"to": "<script>window.pwned')))
     expect(page.locator("pre.query")).to_have_text(hostile)
     assert page.locator("#live img, #live script").count() == 0
@@ -76,8 +74,7 @@ def test_con_esc_010_a_hostile_argument_renders_as_text(page, console, worker, d
 
 
 def test_con_appr_040_the_approvals_page_decides_too(page, console, worker, db):
-    start_run(db, "carol", "pay-carol")
-    open_waiting_run(page, console, "pay-carol")
+    open_waiting_run(page, console, db, "carol", "pay-carol")
     page.goto(f"{console.url}/approvals")
     card = page.locator('article[data-run="pay-carol"]')
     expect(card.locator("code.tool")).to_have_text("transfer")
