@@ -2,7 +2,7 @@
 
 ToT (after the paper's *propose* and *value* prompts): a thought is one step ``a op b = c``. Generation and
 evaluation share one system prompt, so a local model reuses its cached prefix across calls. The game shows
-the numbers left after each step (tracked by :mod:`game24_steps`, from the model's own claimed results) and,
+the numbers left after each step (tracked by :mod:`.steps`, from the model's own claimed results) and,
 for the last number, whether it is 24; it never checks the model's arithmetic. The model proposes the steps and
 scores them. IO and CoT are the paper's few-shot baselines.
 """

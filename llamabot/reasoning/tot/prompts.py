@@ -3,7 +3,7 @@
 :class:`ToTPrompts` renders a :class:`GenerateThoughts`, :class:`EvaluateThoughts` or :class:`CallLLMStream`
 directive into messages and a ``response_format`` (a JSON schema; the embedded model enforces it by grammar).
 Override the two system prompts (``replace(prompts, generation_prompt=...)``, or ``ToTBot(generation_prompt=...)``)
-or subclass it for a task (see ``games/game24_prompts.py``). The evaluator always sees the problem and the path
+or subclass it for a task (as :mod:`llamabot.evals.game24.prompts` does for the Game of 24). The evaluator always sees the problem and the path
 to the candidates (a fix of the seed, whose evaluator saw only the candidate thoughts).
 """
 
