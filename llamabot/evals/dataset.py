@@ -56,6 +56,10 @@ class Case:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "input": self.input, "expected": self.expected, "metadata": dict(self.metadata)}
 
+    def version(self) -> str:
+        """The sha256 of the case (id, input, expected value, metadata)."""
+        return _sha256(self.to_dict())
+
 
 @dataclass
 class Dataset:
@@ -80,8 +84,7 @@ class Dataset:
 
     def version(self) -> str:
         """The sha256 of the cases (ids, inputs, expected values), so that a report names what it ran on."""
-        text = json.dumps([c.to_dict() for c in self.cases], sort_keys=True, default=str)
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return _sha256([c.to_dict() for c in self.cases])
 
     def describe(self) -> dict[str, Any]:
         """The dataset's block of a report: name, number of cases and version."""
@@ -102,6 +105,10 @@ class Dataset:
             return cls(cases, path.stem)
         except DatasetError as exc:
             raise DatasetError(f"{path}: {exc}") from exc
+
+
+def _sha256(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
 def _rows(path: Path, text: str) -> Iterable[Mapping[str, Any]]:

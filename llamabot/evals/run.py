@@ -14,10 +14,10 @@ with an async ``__call__`` or ``arun``, or a plain function (run in a thread). I
 dataset's order.
 
 **Resume**: with ``log=PATH`` each finished attempt is appended to a JSON-lines file as it ends (after a header
-line with the provenance, the dataset's name and version and the scorer). Run again with the same ``log``, the
-attempts it holds are kept and only the other cases run; a log made with another model, other settings, other
-prompts, another dataset version or another scorer is refused (:class:`~llamabot.evals.provenance.ResumeError`
-naming each difference).
+line with the provenance, the scorer, the dataset's name and version; each attempt with its case's version). Run
+again with the same ``log``, the attempts of cases that did not change are kept and only the other cases run (a larger
+``limit`` extends a run); a log made with another model, other settings, other prompts, another scorer or
+another dataset name is refused (:class:`~llamabot.evals.provenance.ResumeError` naming each difference).
 """
 
 from __future__ import annotations
@@ -98,7 +98,13 @@ def bot_provenance(bot: Any, scorer: Any) -> dict[str, Any]:
 
 def read_log(path: Path) -> tuple[dict[str, Any] | None, list[Attempt]]:
     """The last header and the attempts of an attempts log (a last line cut off by a kill is skipped)."""
-    header, attempts = None, []
+    header, entries = _log_entries(path)
+    return header, [attempt for attempt, _ in entries]
+
+
+def _log_entries(path: Path) -> tuple[dict[str, Any] | None, list[tuple[Attempt, str | None]]]:
+    """The last header, and each attempt with the version its case had when it ran."""
+    header, entries = None, []
     lines = path.read_text(encoding="utf-8").splitlines()
     for number, line in enumerate(lines, start=1):
         try:
@@ -106,11 +112,12 @@ def read_log(path: Path) -> tuple[dict[str, Any] | None, list[Attempt]]:
             if entry.pop("kind") == "header":
                 header = entry
             else:
-                attempts.append(Attempt(**entry))
+                version = entry.pop("case_version", None)
+                entries.append((Attempt(**entry), version))
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
             if number < len(lines):
                 raise ResumeError(f"{path}, line {number}: not an attempt of this log: {exc}") from exc
-    return header, attempts
+    return header, entries
 
 
 def _drop_cut_line(path: Path) -> None:
@@ -120,15 +127,16 @@ def _drop_cut_line(path: Path) -> None:
         path.write_bytes(data[: data.rfind(b"\n") + 1])
 
 
-def _resumed(path: Path, header: dict[str, Any]) -> list[Attempt]:
-    """The attempts of the log at ``path`` that a run with ``header`` may keep (``ResumeError`` else)."""
-    before, attempts = read_log(path)
+def _resumed(path: Path, header: dict[str, Any], case_versions: dict[str, str]) -> dict[str, Attempt]:
+    """Case id -> the attempt of the log at ``path`` that a run with ``header`` keeps: its case is in
+    ``case_versions`` (id -> version now) with the version it had; ``ResumeError`` for a log made differently."""
+    before, entries = _log_entries(path)
     if before is None:
-        return []
-    differences = [f"dataset.{key}: {before['dataset'].get(key)!r} != {header['dataset'][key]!r}"
-                   for key in ("name", "version") if before["dataset"].get(key) != header["dataset"][key]]
-    check_resumable(before["provenance"], header["provenance"], differences)
-    return attempts
+        return {}
+    name, now = before["dataset"].get("name"), header["dataset"]["name"]
+    check_resumable(before["provenance"], header["provenance"],
+                    [f"dataset.name: {name!r} != {now!r}"] if name != now else [])
+    return {a.case: a for a, version in entries if version is not None and version == case_versions.get(a.case)}
 
 
 async def aevaluate(bot: Any, dataset: Dataset, scorer: str | Scorer = "exact", *, concurrency: int = 4,
@@ -142,12 +150,12 @@ async def aevaluate(bot: Any, dataset: Dataset, scorer: str | Scorer = "exact", 
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     score = resolve_scorer(scorer)
     header = {"provenance": bot_provenance(bot, score), "dataset": dataset.describe()}
+    versions = {case.id: case.version() for case in dataset}
     path = Path(log) if log is not None else None
     kept: dict[str, Attempt] = {}
     if path is not None and path.exists() and path.stat().st_size:
         _drop_cut_line(path)
-        wanted = {case.id for case in dataset}
-        kept = {a.case: a for a in _resumed(path, header) if a.case in wanted}
+        kept = _resumed(path, header, versions)
     handle = path.open("a", encoding="utf-8") if path is not None else None
     try:
         if handle is not None:
@@ -159,7 +167,8 @@ async def aevaluate(bot: Any, dataset: Dataset, scorer: str | Scorer = "exact", 
             async with limit:
                 attempt = await run_case(bot, case, score)
             if handle is not None:
-                handle.write(json.dumps({"kind": "attempt", **asdict(attempt)}, default=str) + "\n")
+                line = {"kind": "attempt", **asdict(attempt), "case_version": versions[case.id]}
+                handle.write(json.dumps(line, default=str) + "\n")
                 handle.flush()
             if on_attempt is not None:
                 on_attempt(attempt)

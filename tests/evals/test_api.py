@@ -175,13 +175,27 @@ def test_eval_res_020_a_log_made_differently_is_refused_naming_each_difference(t
     log = tmp_path / "attempts.jsonl"
     evaluate(calculator_agent(), Dataset(ARITH[:1], name="arith"), "number", log=log)
     with pytest.raises(ResumeError) as refused:
-        evaluate(calculator_agent("other"), Dataset(ARITH[1:], name="arith"), "number", log=log)
-    assert "model: 'scripted-calc' != 'other'" in str(refused.value) and "dataset.version: " in str(refused.value)
+        evaluate(calculator_agent("other"), Dataset(ARITH[:1], name="other"), "number", log=log)
+    assert "model: 'scripted-calc' != 'other'" in str(refused.value)
+    assert "dataset.name: 'arith' != 'other'" in str(refused.value)
     with pytest.raises(ResumeError, match=r"scorer: 'number' != 'contains'"):
         evaluate(calculator_agent(), Dataset(ARITH[:1], name="arith"), "contains", log=log)
     log.write_text('{"kind": "attempt", "nope": 1}\n{"kind": "attempt"}\n')
     with pytest.raises(ResumeError, match="line 1"):
         evaluate(calculator_agent(), Dataset(ARITH[:1], name="arith"), "number", log=log)
+
+
+def test_eval_res_030_a_larger_limit_extends_a_run_and_a_changed_case_runs_again(tmp_path):
+    log = tmp_path / "attempts.jsonl"
+    bot = calculator_agent()
+    first = evaluate(bot, Dataset(ARITH[:2], name="arith"), "number", log=log)
+    assert first.kept == 0 and len(bot.model.requests) == 4  # two calls per case: multiply, then the answer
+    changed = Case("b", "What is 6 times 8?", "48")
+    more = evaluate(bot, Dataset([ARITH[0], changed, ARITH[2]], name="arith"), "number", log=log)
+    assert more.kept == 1 and len(bot.model.requests) == 8  # "a" kept; the changed "b" and the new "c" ran
+    assert [a.output for a in more.attempts][1:] == ["The answer is 48.", "The answer is 144."]
+    again = evaluate(bot, Dataset([ARITH[0], changed, ARITH[2]], name="arith"), "number", log=log)
+    assert again.kept == 3 and len(bot.model.requests) == 8
 
 
 def test_eval_rep_010_the_report_has_provenance_and_a_table_json_and_csv_view(tmp_path):
