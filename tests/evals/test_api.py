@@ -245,3 +245,13 @@ def test_eval_cli_010_eval_run_evaluates_a_bot_factory_with_a_scorer(tmp_path, m
     bad = runner.invoke(app, ["eval", "run", "my_bots:nothing", "--dataset", str(data)])
     assert bad.exit_code == 2 and "cannot load the bot factory" in bad.output
     sys.modules.pop("my_bots", None)
+
+
+def test_eval_layer_020_importing_the_evaluation_api_loads_no_model_library():
+    import subprocess
+
+    code = ("import sys\nimport llamabot.evals, llamabot.evals.game24, llamabot.evals.anot\n"
+            "print(sorted(m for m in ('litellm', 'llama_cpp') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
