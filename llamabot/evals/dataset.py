@@ -115,19 +115,33 @@ def _rows(path: Path, text: str) -> Iterable[Mapping[str, Any]]:
     if path.suffix.lower() == ".csv":
         return csv.DictReader(text.splitlines())
     if path.suffix.lower() == ".jsonl":
-        rows = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise DatasetError(f"{path}, line {number}: {exc}") from exc
-        return _mappings(path, rows)
+        return read_jsonl(path, text)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}: {exc}") from exc
     return _mappings(path, data.get("cases") if isinstance(data, dict) else data)
+
+
+def read_jsonl(path: Path, text: str | None = None, error: type[LlamabotError] = DatasetError) -> list[dict[str, Any]]:
+    """The objects of a JSON-lines file (blank lines skipped); ``error`` names the file, and the line of one that
+    is not a JSON object."""
+    if text is None:
+        if not path.is_file():
+            raise error(f"{path}: file not found")
+        text = path.read_text(encoding="utf-8")
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise error(f"{path}, line {number}: not valid JSON: {exc}") from exc
+        if not isinstance(record, dict):
+            raise error(f"{path}, line {number}: expected a JSON object")
+        records.append(record)
+    return records
 
 
 def _mappings(path: Path, rows: Any) -> list[Mapping[str, Any]]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from llamabot.errors import LlamabotError
+from llamabot.evals.dataset import read_jsonl
 
 #: Restaurant fields kept in the items a method sees (ids, coordinates and upstream's LLM notes are dropped).
 ITEM_FIELDS = ("name", "stars", "review_count", "categories", "attributes", "hours")
@@ -47,24 +48,6 @@ def parse_attribute(value: Any) -> Any:
         return ast.literal_eval(value.strip())
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return value
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        raise DataFormatError(f"{path}: file not found")
-    records = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataFormatError(f"{path}, line {number}: not valid JSON: {exc}") from exc
-            if not isinstance(record, dict):
-                raise DataFormatError(f"{path}, line {number}: expected a JSON object")
-            records.append(record)
-    return records
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +101,8 @@ def restaurant_item(record: dict[str, Any], reviews: list[dict[str, Any]]) -> di
 def load_dataset(directory: str | Path) -> Dataset:
     """Load a philly_cafes-format directory (see the module docstring). Raises :class:`DataFormatError`."""
     root = Path(directory)
-    restaurants = _read_jsonl(root / "restaurants.jsonl")
-    reviews = _reviews_by_business(_read_jsonl(root / "reviews.jsonl"))
+    restaurants = read_jsonl(root / "restaurants.jsonl", error=DataFormatError)
+    reviews = _reviews_by_business(read_jsonl(root / "reviews.jsonl", error=DataFormatError))
     mapping_path = root / "user_mapping.json"
     assignments: dict[str, list[dict[str, Any]]] = {}
     if mapping_path.is_file():
@@ -133,13 +116,13 @@ def load_dataset(directory: str | Path) -> Dataset:
         _assign_reviewers(own, assignments.get(str(index), []))
         items.append(restaurant_item(record, own))
     gold = {}
-    for number, record in enumerate(_read_jsonl(root / "groundtruth.jsonl"), start=1):
+    for number, record in enumerate(read_jsonl(root / "groundtruth.jsonl", error=DataFormatError), start=1):
         index = record.get("gold_idx")
         if not isinstance(index, int) or not 0 <= index < len(items):
             raise DataFormatError(f"{root / 'groundtruth.jsonl'}, line {number}: gold_idx {index!r} is not 0..{len(items) - 1}")
         gold[record.get("request_id")] = index
     requests = []
-    for number, record in enumerate(_read_jsonl(root / "requests.jsonl"), start=1):
+    for number, record in enumerate(read_jsonl(root / "requests.jsonl", error=DataFormatError), start=1):
         request_id = record.get("id")
         if request_id not in gold:
             raise DataFormatError(f"{root / 'requests.jsonl'}, line {number}: request {request_id!r} has no ground truth")
