@@ -94,7 +94,7 @@ class TraceWriter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._spans: dict[tuple[str, str, int], dict[str, Any]] = {}
-        self._runs: dict[tuple[str, str], dict[str, Any]] = {}
+        self._runs: dict[tuple[str, str], TraceRecorder] = {}
         self._graphs: dict[str, str] = {}
         self._graphed: set[str] = set()
         self._url: str | None = None
@@ -122,11 +122,11 @@ class TraceWriter:
                                             daemon=True)
             self._thread.start()
 
-    def put(self, span_row: dict[str, Any] | None, run_row: dict[str, Any]) -> None:
+    def put(self, span_row: dict[str, Any], run: TraceRecorder) -> None:
+        """Write ``span_row`` and ``run``'s summary (made when written) at the next flush."""
         with self._lock:
-            if span_row is not None:
-                self._spans[(span_row["run_id"], span_row["trace_id"], span_row["span_id"])] = span_row
-            self._runs[(run_row["run_id"], run_row["trace_id"])] = run_row
+            self._spans[(span_row["run_id"], span_row["trace_id"], span_row["span_id"])] = span_row
+            self._runs[(span_row["run_id"], span_row["trace_id"])] = run
 
     def put_graph(self, bot: str, mermaid: Any) -> None:
         """Store ``bot``'s graph (``mermaid()`` gives its source) unless this process did already."""
@@ -152,7 +152,7 @@ class TraceWriter:
         now = int(time.time() * 1000)
         try:
             with engine.begin() as conn:
-                _upsert(conn, TRACES, [{**r, "written_ms": now} for r in runs.values()])
+                _upsert(conn, TRACES, [{**r.summary(), "written_ms": now} for r in runs.values()])
                 _upsert(conn, SPANS, list(spans.values()))
                 _upsert(conn, GRAPHS, [{"bot": b, "mermaid": m, "written_ms": now} for b, m in graphs.items()])
         except Exception as exc:  # noqa: BLE001 - the database is busy or gone: the run itself decides its fate
@@ -208,30 +208,36 @@ class TraceRecorder(RunHooks):
         if self.root is None:
             self.root, self.trace = span, current_trace()
             self.wall_ms, self.perf_s = time.time() * 1000, span.start
-        self._put(span)
+        # a model call's attributes (its request) are written when it ends, a few milliseconds later: the costly
+        # part of a row, and nothing a person waits on (a tool call waiting for an approval shows its arguments)
+        self._put(span, "{}" if span.category == "model_call" else attributes_json(span))
 
     def on_end(self, span: Span, state: Any) -> None:
         if self.model is None and span.category == "model_call":
             self.model = span.attributes.get("model")
-        self._put(span)
+        self._put(span, attributes_json(span))
 
     def _ms(self, perf: float | None) -> float | None:
         return None if perf is None else self.wall_ms + (perf - self.perf_s) * 1000
 
-    def _put(self, span: Span) -> None:
+    def _put(self, span: Span, attributes: str) -> None:
+        self.writer.put({"run_id": self.run_id, "trace_id": span.trace_id, "span_id": span.span_id,
+                         "parent_id": span.parent_id, "name": span.name, "kind": span.kind,
+                         "category": span.category, "start_ms": self._ms(span.start), "end_ms": self._ms(span.end),
+                         "error": span.error, "attributes": attributes}, self)
+
+    def summary(self) -> dict[str, Any]:
+        """The run's row as it is now (read by the writer's thread: counters and times, nothing mutable)."""
         root, trace = self.root, self.trace
         usage = trace.usage if trace is not None else None
-        row = {"run_id": self.run_id, "trace_id": span.trace_id, "span_id": span.span_id, "parent_id": span.parent_id,
-               "name": span.name, "kind": span.kind, "category": span.category, "start_ms": self._ms(span.start),
-               "end_ms": self._ms(span.end), "error": span.error, "attributes": attributes_json(span)}
         ended = root is not None and root.end is not None
-        summary = {"run_id": self.run_id, "trace_id": span.trace_id, "bot": self.bot, "model": self.model,
-                   "started_ms": int(self.wall_ms), "ended_ms": int(self._ms(root.end)) if ended else None,  # type: ignore[union-attr, arg-type]
-                   "spans": len(trace.spans) if trace is not None else 1,
-                   "prompt_tokens": usage.input_tokens if usage else 0,
-                   "completion_tokens": usage.output_tokens if usage else 0,
-                   "cost": usage.cost if usage else None, "error": root.error if root is not None else None}
-        self.writer.put(row, summary)
+        return {"run_id": self.run_id, "trace_id": root.trace_id if root is not None else "", "bot": self.bot,
+                "model": self.model, "started_ms": int(self.wall_ms),
+                "ended_ms": int(self._ms(root.end)) if ended else None,  # type: ignore[union-attr, arg-type]
+                "spans": len(trace.spans) if trace is not None else 1,
+                "prompt_tokens": usage.input_tokens if usage else 0,
+                "completion_tokens": usage.output_tokens if usage else 0,
+                "cost": usage.cost if usage else None, "error": root.error if root is not None else None}
 
 
 #: The process's writer (the runtime attaches it to its database and closes it when it stops).
