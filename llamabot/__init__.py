@@ -25,7 +25,7 @@ _EXPORTS: dict[str, str] = {
     "AsyncAgentBot": "llamabot.agents.agentbot",
     "RunEvent": "llamabot.observe.events",
     "RunHooks": "llamabot.observe.hooks",
-    "GraphBot": "llamabot.graph.graphbot",
+    "GraphBot": "llamabot.agents.graphbot",
     "to_mermaid": "llamabot.graph.mermaid",
     "tool": "llamabot.tools",
     "Tool": "llamabot.tools",
@@ -46,8 +46,8 @@ _EXPORTS: dict[str, str] = {
     "ModelSettings": "llamabot.models.settings",
     "ApprovalRequest": "llamabot.tools.approval",
     "Decision": "llamabot.tools.approval",
-    "ApprovalRequired": "llamabot.graph.approval",
-    "PausedRun": "llamabot.graph.approval",
+    "ApprovalRequired": "llamabot.agents.approval",
+    "PausedRun": "llamabot.agents.approval",
     "RunContext": "llamabot.tools.context",
 }
 
@@ -84,11 +84,11 @@ __all__ = [
 
 if TYPE_CHECKING:
     from llamabot.agents.agentbot import AgentBot, AsyncAgentBot
+    from llamabot.agents.approval import ApprovalRequired, PausedRun
+    from llamabot.agents.graphbot import GraphBot
     from llamabot.bot.simplebot import AsyncSimpleBot, SimpleBot
     from llamabot.bot.structuredbot import AsyncStructuredBot, StructuredBot
     from llamabot.bot.toolbot import AsyncToolBot, ToolBot
-    from llamabot.graph.approval import ApprovalRequired, PausedRun
-    from llamabot.graph.graphbot import GraphBot
     from llamabot.graph.mermaid import to_mermaid
     from llamabot.models.scripted import ScriptedModel
     from llamabot.models.seam import default_model_name, get_model

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from llamabot.agents.decision import RESPOND
+from llamabot.agents.flowbot import AgentRuns
+from llamabot.agents.graphbot import AwaitedCall, GraphBot
+from llamabot.agents.nodes import DecideNode, FuncNode
+from llamabot.agents.parallel_calls import ParallelCalls
 from llamabot.bot.options import bot_settings, check_shared, not_a_model, strict_options
 from llamabot.bot.toolbot import ToolBot
-from llamabot.graph.decision import RESPOND
-from llamabot.graph.flowbot import AgentRuns
-from llamabot.graph.graphbot import AwaitedCall, GraphBot
-from llamabot.graph.nodes import DecideNode, FuncNode
-from llamabot.graph.parallel_calls import ParallelCalls
 from llamabot.models.messages import Message
 from llamabot.models.seam import ChatModel, get_model
 from llamabot.models.settings import ModelSettings
@@ -62,10 +62,10 @@ class AgentBot(AgentRuns, GraphBot):
     every run. ``usage_limits``: a :class:`UsageLimits` every run obeys (a run stops with ``UsageLimitExceeded``
     before a request that would exceed it). ``approver``: decides in-process on calls of tools marked
     ``requires_approval`` (``approver(request) -> Decision | bool``); without one a run pauses before such calls
-    with :class:`~llamabot.graph.approval.ApprovalRequired` (continue it with ``bot.resume(paused, decisions)``).
+    with :class:`~llamabot.agents.approval.ApprovalRequired` (continue it with ``bot.resume(paused, decisions)``).
     ``max_parallel_tools``: in async runs, how many independent calls of one reply may run at once (their
     results still reach the model in its order; 1: one at a time, as sync runs always do; see
-    :mod:`llamabot.graph.parallel_calls`). ``output_type``: the run returns a validated instance of it (a pydantic
+    :mod:`llamabot.agents.parallel_calls`). ``output_type``: the run returns a validated instance of it (a pydantic
     model, dataclass, TypedDict or any type pydantic validates): ``respond_to_user``'s ``response`` is typed, an
     invalid answer is shown to the model (``max_errors`` times), then :class:`StructuredOutputError` (see
     :mod:`llamabot.tools.output`). An unknown keyword is a ``TypeError``.

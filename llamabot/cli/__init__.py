@@ -137,7 +137,7 @@ def step_printer():  # noqa: ANN201 - rich and the hook base load with the comma
     """A lifecycle hook that prints each decision and tool call of the outermost run to stderr as it happens
     (the embedded model can take many seconds per decision: show that it is working), and the answer to stdout
     as the model writes it (``streamed`` holds what it printed)."""
-    from llamabot.graph.decision import RESPOND
+    from llamabot.agents.decision import RESPOND
     from llamabot.observe.answer_stream import AnswerStreams
     from llamabot.observe.hooks import RunHooks
 
@@ -203,9 +203,9 @@ def agent(
     from contextlib import ExitStack
 
     from llamabot.agents.agentbot import AgentBot
+    from llamabot.agents.approval import ApprovalRequired
     from llamabot.cli.approve import PAUSED_EXIT, interactive, terminal_approver
     from llamabot.errors import LlamabotError
-    from llamabot.graph.approval import ApprovalRequired
 
     tools = load_cli_tools(tool_specs or ([] if mcp_servers else ["llamabot.toolkits.calculator:CALCULATOR_TOOLS"]))
     servers = ExitStack()

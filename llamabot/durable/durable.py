@@ -21,13 +21,13 @@ from typing import Any
 
 from dbos import DBOS, SetWorkflowID
 
+from llamabot.agents.graphbot import GraphBot
 from llamabot.durable import runs
 from llamabot.durable.approval import json_data
 from llamabot.durable.config import redacted
 from llamabot.durable.errors import DurableRuntimeError
 from llamabot.durable.factory import factory_spec
 from llamabot.durable.runtime import _RUNTIME, durable_run, launch
-from llamabot.graph.graphbot import GraphBot
 
 
 class Durable:

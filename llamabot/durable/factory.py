@@ -13,8 +13,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from llamabot.agents.graphbot import GraphBot
 from llamabot.durable.errors import BotFactoryError
-from llamabot.graph.graphbot import GraphBot
 
 
 def factory_spec(factory: str | Callable[[], GraphBot]) -> str:

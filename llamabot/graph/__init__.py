@@ -1,8 +1,9 @@
-"""The graph layer: strict PocketFlow flows, the dual sync/async node, the node kinds every pattern is built from
-(``DecideNode`` picks tools, ``FuncNode`` runs one tool), the agent's run state and one mermaid renderer.
+"""The graph engine: strict PocketFlow flows, the dual sync/async node, mermaid diagrams, the run-state codec and
+checkpoints. It knows nothing of models, tools or agents (``tests/test_layers.py``).
 
 Composition from one import: ``from llamabot.graph import Node, AsyncNode, Flow, AsyncFlow, DualNode, DecideNode,
-FuncNode, GraphBot`` (loaded on first use); ``GraphBot.from_flow(start)`` makes a bot of a hand-made graph.
+FuncNode, GraphBot, from_flow`` — the engine's names, and, loaded on first use, the agent layer's nodes and graph
+bots (``llamabot.agents``) that composing a graph needs.
 """
 
 from __future__ import annotations
@@ -17,26 +18,28 @@ _EXPORTS: dict[str, str] = {
     "Flow": "llamabot.graph.flow",
     "AsyncFlow": "llamabot.graph.flow",
     "DualNode": "llamabot.graph.flow",
-    "DecideNode": "llamabot.graph.nodes",
-    "FuncNode": "llamabot.graph.nodes",
-    "GraphBot": "llamabot.graph.graphbot",
-    "FlowBot": "llamabot.graph.flowbot",
     "Checkpoint": "llamabot.graph.checkpoint",
-    "ApprovalRequired": "llamabot.graph.approval",
-    "PausedRun": "llamabot.graph.approval",
+    # the agent layer's names a composed graph uses (lazy: the engine never imports them)
+    "DecideNode": "llamabot.agents.nodes",
+    "FuncNode": "llamabot.agents.nodes",
+    "GraphBot": "llamabot.agents.graphbot",
+    "FlowBot": "llamabot.agents.flowbot",
+    "from_flow": "llamabot.agents.flowbot",
+    "ApprovalRequired": "llamabot.agents.approval",
+    "PausedRun": "llamabot.agents.approval",
 }
 
 __all__ = ["ApprovalRequired", "AsyncFlow", "AsyncNode", "Checkpoint", "DecideNode", "DualNode", "Flow", "FlowBot",
-           "FuncNode", "GraphBot", "Node", "PausedRun"]
+           "FuncNode", "GraphBot", "Node", "PausedRun", "from_flow"]
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # for type checkers only (tests/test_layers.py allows this facade and nothing else upward)
     from pocketflow import AsyncNode, Node
 
-    from llamabot.graph.approval import ApprovalRequired, PausedRun
+    from llamabot.agents.approval import ApprovalRequired, PausedRun
+    from llamabot.agents.flowbot import FlowBot, from_flow
+    from llamabot.agents.graphbot import GraphBot
+    from llamabot.agents.nodes import DecideNode, FuncNode
     from llamabot.graph.checkpoint import Checkpoint
     from llamabot.graph.flow import AsyncFlow, DualNode, Flow
-    from llamabot.graph.flowbot import FlowBot
-    from llamabot.graph.graphbot import GraphBot
-    from llamabot.graph.nodes import DecideNode, FuncNode
 
 __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals(), __all__)

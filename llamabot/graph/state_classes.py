@@ -21,8 +21,14 @@ from llamabot.errors import excerpt
 
 #: The llamabot modules (and packages) whose classes a state may name: where run state lives. Any other llamabot
 #: module (the durable runtime, LiteLLM's model, the CLI) is refused by name, before it could be imported.
-STATE_MODULES = ("llamabot.graph", "llamabot.reasoning", "llamabot.models.reply", "llamabot.observe.usage",
-                 "llamabot.toolkits")
+STATE_MODULES = ("llamabot.graph", "llamabot.agents", "llamabot.reasoning", "llamabot.models.reply",
+                 "llamabot.observe.usage", "llamabot.toolkits")
+
+#: Modules whose state classes moved (old module -> new one): a checkpoint or paused run saved before the move still
+#: names them there, and must stay resumable (``llamabot.graph``'s agent modules moved to ``llamabot.agents``).
+MOVED_MODULES = {f"llamabot.graph.{name}": f"llamabot.agents.{name}"
+                 for name in ("agent_state", "agent_tool", "approval", "decision", "flowbot", "graphbot", "nodes",
+                              "parallel_calls")}
 
 _CLASS_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
@@ -53,6 +59,9 @@ def find_state_class(name: Any) -> type | str:
     a module only after its name passed :func:`state_module`."""
     if not isinstance(name, str) or not _CLASS_NAME.fullmatch(name):
         return f"{excerpt(name)} is not a class name of the form 'module:Qualname'"
+    module, _, qualname = name.partition(":")
+    if module in MOVED_MODULES:
+        name = f"{MOVED_MODULES[module]}:{qualname}"
     if not state_module(name.partition(":")[0]):
         return (f"class {name} may not be restored: only classes of llamabot's state modules {STATE_MODULES}, "
                 "or passed in allowed=, are restored")

@@ -25,7 +25,6 @@ from llamabot.models.registry import LOCAL_MODELS, cache_dir, ensure_model_file
 from llamabot.settings import SETTINGS, setting
 
 
-
 class LocalSettingsError(SettingsError):
     """An environment variable that configures the embedded model has a value that cannot be used."""
 

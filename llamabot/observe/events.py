@@ -32,7 +32,7 @@ class RunEvent:
       the partial arguments (not validated yet; the validated object is the ``final_answer``'s ``result``);
     - ``final_answer``: ``result``, ``usage`` (the run's requests, input/output tokens and cost, a dict);
     - ``approval_required``: ``requests`` (the tool calls waiting for a decision: ``call_id``, ``tool``,
-      ``arguments``), ``paused`` (the :class:`~llamabot.graph.approval.PausedRun` as JSON, for ``bot.resume``),
+      ``arguments``), ``paused`` (the :class:`~llamabot.agents.approval.PausedRun` as JSON, for ``bot.resume``),
       ``usage``; the run paused (``astream`` then raises ``ApprovalRequired``);
     - ``error``: ``error`` (the run failed with this exception text), ``usage`` (what it spent until then).
     """

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from llamabot import AgentBot, AsyncAgentBot, Decision, RunContext, ScriptedModel, UsageLimits, tool
-from llamabot.graph.approval import ApprovalRequired, PausedRun
+from llamabot.agents.approval import ApprovalRequired, PausedRun
 from llamabot.models.scripted import tool_call
 from llamabot.observe.usage import UsageLimitExceeded
 from llamabot.reasoning.anot import ANoTBot

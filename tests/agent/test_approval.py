@@ -13,7 +13,7 @@ import json
 import pytest
 
 from llamabot import AgentBot, ScriptedModel, tool
-from llamabot.graph.approval import ApprovalRequired, PausedRun
+from llamabot.agents.approval import ApprovalRequired, PausedRun
 from llamabot.models.scripted import tool_call, tool_calls
 from llamabot.reasoning.aot import AoTBot
 from llamabot.tools.approval import ApprovalMissingError, ApprovalRequest, Decision
@@ -193,7 +193,7 @@ def test_api_approve_085_an_async_approver_in_a_sync_run_is_an_error_not_an_appr
 
 
 def test_api_approve_090_a_custom_graph_without_a_pausing_decision_never_runs_the_tool():
-    from llamabot.graph.nodes import FuncNode
+    from llamabot.agents.nodes import FuncNode
 
     sent, pay, balance = make_tools()
     node = FuncNode(pay.tool)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from llamabot import AgentBot, AsyncAgentBot, ScriptedModel, tool
-from llamabot.graph.nodes import FORCE_MESSAGE, ToolExecutionError
+from llamabot.agents.nodes import FORCE_MESSAGE, ToolExecutionError
 from llamabot.models.scripted import empty, malformed_tool_call, text, tool_call, tool_calls
 from llamabot.toolkits.calculator import CALCULATOR_TOOLS, add, divide, multiply
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import pytest
 
 from llamabot import AgentBot, AsyncAgentBot, RunContext, ScriptedModel, tool
+from llamabot.agents.approval import ApprovalRequired
 from llamabot.errors import ToolDefinitionError
-from llamabot.graph.approval import ApprovalRequired
 from llamabot.models.scripted import tool_call, tool_calls
 from llamabot.reasoning.aot import AoTBot
 from llamabot.tools.approval import Decision

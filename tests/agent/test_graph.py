@@ -6,8 +6,8 @@ import pocketflow
 import pytest
 
 from llamabot import AgentBot, ScriptedModel, to_mermaid, tool
+from llamabot.agents.nodes import DecideNode, FuncNode
 from llamabot.graph.flow import Flow, GraphRoutingError
-from llamabot.graph.nodes import DecideNode, FuncNode
 from llamabot.models.scripted import tool_call
 from llamabot.toolkits.calculator import CALCULATOR_TOOLS, add, multiply
 from llamabot.tools import DEFAULT_TOOLS
@@ -55,7 +55,7 @@ def test_agt_graph_020_custom_decide_node_is_wired_to_the_same_tool_edges():
 
 
 def _pending(name, arguments):
-    from llamabot.graph.agent_state import PendingCall
+    from llamabot.agents.agent_state import PendingCall
 
     return PendingCall("c1", name, arguments, "")
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llamabot import AgentBot, AsyncAgentBot, ScriptedModel
-from llamabot.graph.agent_state import conversation_window
+from llamabot.agents.agent_state import conversation_window
 from llamabot.models.messages import tool_result, user
 from llamabot.models.scripted import tool_call
 from llamabot.toolkits.calculator import add
@@ -161,7 +161,7 @@ def test_agt_msg_010_the_model_sees_proper_chat_messages():
 def test_agt_iso_070_the_window_reads_only_its_own_messages_however_long_the_conversation():
     """A bot kept for a long conversation does not slow down call after call (benchmarks' reuse_ratio): the
     window is found walking back from the newest message, never by reading the whole history."""
-    from llamabot.graph.agent_state import conversation_window
+    from llamabot.agents.agent_state import conversation_window
 
     class Counting(list):
         read = 0

@@ -17,7 +17,7 @@ from typing_extensions import TypedDict
 
 from llamabot import AgentBot, AsyncAgentBot, ScriptedModel, tool
 from llamabot.errors import StructuredOutputError
-from llamabot.graph import GraphBot
+from llamabot.graph import from_flow
 from llamabot.models.scripted import tool_call
 from tests.agent.helpers import tool_messages
 
@@ -172,7 +172,7 @@ def test_api_out_110_a_hand_made_graph_with_a_typed_answer_is_typed_too():
     decide - node.name >> node
     node - "decide" >> decide
     decide - "decide" >> decide
-    assert GraphBot.from_flow(decide)("q") == Point(1, 2)
+    assert from_flow(decide)("q") == Point(1, 2)
 
 
 class Capital(BaseModel):

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from llamabot import AgentBot, AsyncAgentBot, GraphBot, RunHooks, ScriptedModel, tool
+from llamabot.agents.nodes import ToolExecutionError
 from llamabot.graph.flow import AsyncFlow, DualNode, Flow
-from llamabot.graph.nodes import ToolExecutionError
 from llamabot.models.messages import UnansweredToolCallError, check_tool_call_answers
 from llamabot.models.scripted import tool_call, tool_calls
 from llamabot.reasoning.anot import AsyncANoTBot

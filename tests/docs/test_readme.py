@@ -211,7 +211,7 @@ CHECKS: dict[str, Callable[[dict[str, Any], BlockRun], None]] = {
     'StructuredBot("Extract the city.", City)': _check_building_blocks,
     "ScriptedModel.replay(bot.last_trace)": _check_scripted,
     "output_type=Product": _check_typed,
-    "GraphBot.from_flow(decide)": _check_custom,
+    "from_flow(decide)": _check_custom,
 }
 
 

@@ -19,11 +19,11 @@ from typer.testing import CliRunner
 
 import llamabot
 from llamabot import AgentBot, tool
+from llamabot.agents.nodes import ToolExecutionError
 from llamabot.durable import Durable, NotStorableError, RecordRefusedError, show_run
 from llamabot.durable.errors import DurableError
 from llamabot.durable.serializer import SERIALIZER, JsonSerializer
 from llamabot.errors import LlamabotError
-from llamabot.graph.nodes import ToolExecutionError
 from llamabot.models.reply import ModelReply, ToolCallRequest, Usage
 from llamabot.models.scripted import ScriptedModel, text, tool_call
 
@@ -122,7 +122,7 @@ def _sample(parameter: inspect.Parameter) -> object:
 
 def _special() -> dict[str, object]:
     """Arguments for the errors whose parameters are llamabot objects."""
-    from llamabot.graph.approval import PausedRun
+    from llamabot.agents.approval import PausedRun
     from llamabot.graph.checkpoint import Checkpoint
     from llamabot.models.reply import FailedAttempt
     from llamabot.observe.usage import RunUsage

@@ -285,7 +285,7 @@ def test_agt_state_010_a_pydantic_model_is_restored_without_rerunning_its_valida
 
 
 def test_agt_state_010_the_agent_run_state_with_its_pending_calls_round_trips():
-    from llamabot.graph.agent_state import PendingCall, new_run_state
+    from llamabot.agents.agent_state import PendingCall, new_run_state
     from llamabot.models.messages import assistant, system, tool_result
     from llamabot.models.reply import ToolCallRequest
 
@@ -540,7 +540,7 @@ def test_agt_state_020_a_tag_naming_a_class_that_may_not_be_restored_is_refused(
 
 
 def test_agt_state_020_a_tag_naming_a_llamabot_class_of_another_kind_is_refused():
-    saved = {TAG: "model", "class": "llamabot.graph.agent_state:PendingCall", "fields": {}}
+    saved = {TAG: "model", "class": "llamabot.agents.agent_state:PendingCall", "fields": {}}
     assert "not a pydantic model class" in refusal(decode_state, saved).reason
 
 
@@ -599,6 +599,6 @@ def test_agt_state_020_only_json_data_can_be_decoded():
 
 
 def _pending_call():
-    from llamabot.graph.agent_state import PendingCall
+    from llamabot.agents.agent_state import PendingCall
 
     return PendingCall("c1", "add", {"a": 1}, '{"a": 1}')

@@ -47,14 +47,14 @@ def lambda_free_copy(func):
     return add
 
 
-# -- GraphBot.from_flow: a hand-made graph gets the whole surface (API-GRAPH-030..060) -----------------------------
+# -- from_flow: a hand-made graph gets the whole surface (API-GRAPH-030..060) -----------------------------
 
 import asyncio  # noqa: E402
 
 import pytest  # noqa: E402
 
 from llamabot import ApprovalRequired, Decision, RunContext, ScriptedModel, ToolBot, UsageLimits  # noqa: E402
-from llamabot.graph import DecideNode, FlowBot, FuncNode, GraphBot, Node  # noqa: E402
+from llamabot.graph import DecideNode, FlowBot, FuncNode, Node, from_flow  # noqa: E402
 from llamabot.models.scripted import tool_call  # noqa: E402
 from llamabot.observe.usage import UsageLimitExceeded  # noqa: E402
 from llamabot.tools import respond_to_user  # noqa: E402
@@ -88,7 +88,7 @@ def add_then_answer() -> ScriptedModel:
 
 
 def test_api_graph_030_a_hand_made_agent_graph_runs_sync_with_trace_and_mermaid():
-    bot = GraphBot.from_flow(hand_made(add_then_answer()))
+    bot = from_flow(hand_made(add_then_answer()))
     answer, trace = bot.run_sync("What is 12 plus 30?")
     assert answer == "42"
     assert [s.name for s in trace.spans if s.kind == "tool_call"] == ["add", "respond_to_user"]
@@ -97,9 +97,9 @@ def test_api_graph_030_a_hand_made_agent_graph_runs_sync_with_trace_and_mermaid(
 
 
 async def test_api_graph_030_a_hand_made_agent_graph_runs_async_and_streams():
-    bot = GraphBot.from_flow(hand_made(add_then_answer()))
+    bot = from_flow(hand_made(add_then_answer()))
     assert await bot.arun("q") == "42"
-    bot = GraphBot.from_flow(hand_made(add_then_answer()))
+    bot = from_flow(hand_made(add_then_answer()))
     kinds = [event.kind async for event in bot.astream("q")]
     assert kinds[-1] == "final_answer" and "tool_started" in kinds
 
@@ -114,10 +114,10 @@ def test_api_graph_040_hooks_limits_deps_and_run_options_apply_to_a_hand_made_gr
     from llamabot.observe.hooks import RunHooks
 
     hook = type("EndsHook", (Ends, RunHooks), {})()
-    bot = GraphBot.from_flow(hand_made(add_then_answer()), hooks=[hook])
+    bot = from_flow(hand_made(add_then_answer()), hooks=[hook])
     bot("q")
     assert ended == ["add", "respond_to_user"]
-    limited = GraphBot.from_flow(hand_made(add_then_answer()), usage_limits=UsageLimits(max_requests=1))
+    limited = from_flow(hand_made(add_then_answer()), usage_limits=UsageLimits(max_requests=1))
     with pytest.raises(UsageLimitExceeded):
         limited("q")
     with pytest.raises(TypeError, match="did you mean deps"):
@@ -132,7 +132,7 @@ def test_api_graph_040_hooks_limits_deps_and_run_options_apply_to_a_hand_made_gr
         return ctx.deps
 
     model = ScriptedModel([tool_call("whose"), tool_call("respond_to_user", response="ok")])
-    GraphBot.from_flow(hand_made(model, whose))("q", deps="mine")
+    from_flow(hand_made(model, whose))("q", deps="mine")
     assert seen == ["mine"]
 
 
@@ -150,7 +150,7 @@ def test_api_graph_050_approvals_pause_and_resume_a_hand_made_graph():
         return "paid"
 
     model = ScriptedModel([tool_call("pay", amount=5), tool_call("respond_to_user", response="done")])
-    bot = GraphBot.from_flow(hand_made(model, pay))
+    bot = from_flow(hand_made(model, pay))
     with pytest.raises(ApprovalRequired) as info:
         bot("pay 5")
     assert sent == []
@@ -172,11 +172,11 @@ def test_api_graph_050_checkpoints_continue_a_hand_made_graph_without_repeating_
         return n
 
     model = ScriptedModel([tool_call("count", n=1), tool_call("respond_to_user", response="one")])
-    bot = GraphBot.from_flow(hand_made(model, count))
+    bot = from_flow(hand_made(model, count))
     saved = []
     assert bot.run_sync("q", hooks=[bot.checkpoints(saved.append)])[0] == "one"
     after_count = [c for c in saved if c.node == "count"][-1]
-    again = GraphBot.from_flow(hand_made(ScriptedModel([tool_call("respond_to_user", response="one")]), count))
+    again = from_flow(hand_made(ScriptedModel([tool_call("respond_to_user", response="one")]), count))
     assert again.resume(after_count.to_json()) == "one"
     assert calls == [1]
 
@@ -192,14 +192,14 @@ def test_api_graph_060_any_flow_with_its_own_state_and_result():
         def post(self, shared, prep_res, exec_res):
             shared["doubled"] = exec_res
 
-    bot = GraphBot.from_flow(Double(), state=lambda q: {"n": q}, result="doubled")
+    bot = from_flow(Double(), state=lambda q: {"n": q}, result="doubled")
     assert isinstance(bot, FlowBot)
     assert bot(21) == 42
     assert asyncio.run(bot.arun(4)) == 8
-    assert GraphBot.from_flow(Double(), state=lambda q: {"n": q}, result=lambda s: s["doubled"] + 1)(1) == 3
+    assert from_flow(Double(), state=lambda q: {"n": q}, result=lambda s: s["doubled"] + 1)(1) == 3
     with pytest.raises(KeyError, match="'result'"):
-        GraphBot.from_flow(Double(), state=lambda q: {"n": q})(1)
+        from_flow(Double(), state=lambda q: {"n": q})(1)
     with pytest.raises(TypeError, match="must return a dict"):
-        GraphBot.from_flow(Double(), state=lambda q: [q])(1)
+        from_flow(Double(), state=lambda q: [q])(1)
     with pytest.raises(TypeError, match="start node or a Flow"):
-        GraphBot.from_flow("not a graph")
+        from_flow("not a graph")

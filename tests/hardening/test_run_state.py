@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from llamabot import AgentBot, ScriptedModel, tool
+from llamabot.agents.agent_state import conversation_window
 from llamabot.errors import ModelCallError, ToolArgumentsError, excerpt
-from llamabot.graph.agent_state import conversation_window
 from llamabot.models.messages import assistant, tool_result, user
 from llamabot.models.reply import ModelRequest, ToolCallRequest
 from llamabot.models.scripted import malformed_tool_call, tool_call, tool_calls

@@ -156,7 +156,7 @@ def test_hrd_sec_070_a_class_outside_the_state_modules_is_refused_before_anythin
 
 
 def test_hrd_sec_070_a_class_of_the_state_modules_is_still_restored():
-    from llamabot.graph.agent_state import PendingCall
+    from llamabot.agents.agent_state import PendingCall
 
     call = PendingCall("c1", "add", {"a": 1}, '{"a": 1}')
     assert loads_state(dumps_state({"call": call})) == {"call": call}
@@ -207,7 +207,7 @@ def test_hrd_sec_080_a_tampered_call_queued_behind_it_is_answered_with_the_error
 
 
 def test_hrd_sec_080_a_pending_call_the_model_never_made_is_refused():
-    from llamabot.graph.agent_state import PendingCall
+    from llamabot.agents.agent_state import PendingCall
 
     bot, calls, before = checkpoint_before_add()
 

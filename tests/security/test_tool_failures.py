@@ -13,8 +13,8 @@ import asyncio
 import pytest
 
 from llamabot import AsyncAgentBot, ScriptedModel, tool
+from llamabot.agents.nodes import ToolExecutionError
 from llamabot.errors import ToolCrashedError
-from llamabot.graph.nodes import ToolExecutionError
 from llamabot.models.scripted import tool_call
 from llamabot.tools.call import ainvoke_tool, invoke_tool
 from tests.security.agent_scenarios import agent, call_then_echo, results_of_this_run

@@ -13,8 +13,8 @@ import time
 import pytest
 
 from llamabot import AgentBot, AsyncAgentBot, ScriptedModel
+from llamabot.agents.nodes import FuncNode
 from llamabot.errors import MCPServerError, ToolArgumentsError, ToolDefinitionError
-from llamabot.graph.nodes import FuncNode
 from llamabot.models.scripted import json_reply, tool_call
 from llamabot.reasoning.aot import AoTBot
 from llamabot.reasoning.aot.prompts import EXAMPLE_PLAN
@@ -137,10 +137,10 @@ def test_tls_mcp_030_aot_runs_a_plan_whose_atoms_call_an_mcp_tool(server):
 
 
 def test_tls_mcp_030_a_custom_graph_wires_an_mcp_tool_like_any_tool(server):
+    from llamabot.agents.agent_state import new_run_state
+    from llamabot.agents.nodes import DecideNode
     from llamabot.bot.toolbot import ToolBot
-    from llamabot.graph.agent_state import new_run_state
     from llamabot.graph.flow import Flow
-    from llamabot.graph.nodes import DecideNode
     from llamabot.tools.defaults import respond_to_user
 
     model = ScriptedModel([tool_call("add", a=12, b=30), respond_with_last_tool_result])

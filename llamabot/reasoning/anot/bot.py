@@ -18,11 +18,11 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from llamabot.agents.graphbot import RUN_OPTIONS, AwaitedCall, GraphBot
 from llamabot.bot.options import bot_settings, positional_model, strict_options
 from llamabot.bot.structuredbot import StructuredBot
 from llamabot.bot.toolbot import ToolBot
 from llamabot.graph.flow import AsyncFlow, Flow
-from llamabot.graph.graphbot import RUN_OPTIONS, AwaitedCall, GraphBot
 from llamabot.graph.mermaid import MermaidDiagram, to_mermaid
 from llamabot.models.seam import ChatModel, get_model
 from llamabot.models.settings import ModelSettings

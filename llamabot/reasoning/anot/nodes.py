@@ -9,7 +9,7 @@
   (``StructuredBot``'s exchange: bounded repair). If no valid strategy comes, phase 2 works from the request.
 - Phase 2 is the agent graph itself, wired into the ANoT flow: ``LWTStartNode`` compiles the draft, puts the
   script to edit (``script``: a list of steps) and the agent's run state (``memory``, ``_pending``,
-  ``iteration_count``... see :mod:`llamabot.graph.agent_state`) into the ANoT state, and opens the ``P2`` phase
+  ``iteration_count``... see :mod:`llamabot.agents.agent_state`) into the ANoT state, and opens the ``P2`` phase
   span; a ``DecideNode`` and one ``LWTToolNode`` per tool edit the script; the terminal ``done`` leads to
   ``LWTEndNode``, which closes the phase and picks the script to run. A phase 2 step that raises (too many
   invalid calls, a text reply, a failed model call, ``done`` refusing too often) routes ``"failed"`` to
@@ -32,11 +32,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from llamabot.agents.agent_state import new_run_state
+from llamabot.agents.nodes import DecideNode, FuncNode, ToolStep
 from llamabot.bot.structuredbot import StructuredBot
 from llamabot.errors import StructuredOutputError
-from llamabot.graph.agent_state import new_run_state
 from llamabot.graph.flow import DualNode
-from llamabot.graph.nodes import DecideNode, FuncNode, ToolStep
 from llamabot.models.exchange import arun_exchange, run_exchange
 from llamabot.models.seam import ChatModel
 from llamabot.observe.tracing import Span, close_span, current_run, current_span, open_span, span

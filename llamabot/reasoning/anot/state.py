@@ -8,7 +8,7 @@ Keys of the shared dict (fresh for every run, see :func:`new_anot_state`):
 | ``tag``, ``trace_id`` | caller | the request tag (``R00``) of debug lines; the run's trace id |
 | ``strategy``, ``strategy_text`` | ``StrategyNode`` | phase 1's validated strategy (None if it failed) and its text form |
 | ``draft``, ``script`` | ``LWTStartNode`` | the draft compiled from the strategy; the script phase 2 edits (a list of :class:`LWTStep`, changed in place by the tools) |
-| ``memory``, ``func_call``, ``iteration_count``, ``result``, ``_pending``, ``_run_start``, ``_errors``, ``_done`` | ``LWTStartNode``, then phase 2's agent nodes | the agent's run state (see :mod:`llamabot.graph.agent_state`): the agent nodes share the ANoT dict, no key clashes |
+| ``memory``, ``func_call``, ``iteration_count``, ``result``, ``_pending``, ``_run_start``, ``_errors``, ``_done`` | ``LWTStartNode``, then phase 2's agent nodes | the agent's run state (see :mod:`llamabot.agents.agent_state`): the agent nodes share the ANoT dict, no key clashes |
 | ``steps``, ``layers`` | ``LWTEndNode`` (or ``execute``) | the LWT script to run and its execution layers |
 | ``phase2`` | ``LWTStartNode``, the tools, ``LWTEndNode`` | ``iterations``, ``tool_calls``, ``fallback`` (the script run when the agent failed) and ``error`` |
 | ``layer``, ``outputs`` | ``LayerNode`` | the next layer to run; step id -> output |
@@ -48,7 +48,7 @@ def new_anot_state(query: str, items: Sequence[Any], *, tag: str = "R00", trace_
         "draft": [],
         "script": [],
         "phase2": {},
-        # phase 2's agent run state (filled by LWTStartNode; see llamabot.graph.agent_state)
+        # phase 2's agent run state (filled by LWTStartNode; see llamabot.agents.agent_state)
         "memory": [],
         "func_call": None,
         "iteration_count": 0,

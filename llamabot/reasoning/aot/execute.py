@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from llamabot.agents.agent_state import PendingCall
+from llamabot.agents.approval import Gate, adecide_call, approval_gate, decide_call
 from llamabot.errors import DependencyCycleError, LlamabotError, ToolArgumentsError
-from llamabot.graph.agent_state import PendingCall
-from llamabot.graph.approval import Gate, adecide_call, approval_gate, decide_call
 from llamabot.graph.layers import topological_layers
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.observe.tracing import Span, span
@@ -327,7 +327,7 @@ async def arun_atom(tools: AtomTools, atom: Atom, results: dict[int, Any],
 
 def _approval(tool: Tool, atom: Atom, inputs: Any) -> tuple[PendingCall, Gate] | Exception | None:
     """For an atom whose tool requires approval: the call to decide on and its gate (the run's approver; the
-    agent's :func:`~llamabot.graph.approval.approval_gate`, with no decisions given, since AoT runs do not pause),
+    agent's :func:`~llamabot.agents.approval.approval_gate`, with no decisions given, since AoT runs do not pause),
     or :class:`ApprovalMissingError` when the run has no approver (the atom fails; the tool never runs). ``None``
     when no decision is taken here (not marked, or a durable run, whose steps wait for a person themselves)."""
     if not tool.requires_approval:

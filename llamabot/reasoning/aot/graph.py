@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from llamabot.agents.graphbot import AwaitedCall, GraphBot
 from llamabot.bot.options import bot_settings, not_a_model, strict_options
-from llamabot.graph.graphbot import AwaitedCall, GraphBot
 from llamabot.models.seam import ChatModel, get_model
 from llamabot.models.settings import ModelSettings
 from llamabot.observe.hooks import RunHooks

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import fields, replace
 from typing import Any
 
+from llamabot.agents.graphbot import AwaitedCall, GraphBot
 from llamabot.bot.options import bot_settings, positional_model, strict_options
-from llamabot.graph.graphbot import AwaitedCall, GraphBot
 from llamabot.models.seam import ChatModel, TokenCallback, get_model
 from llamabot.models.settings import ModelSettings
 from llamabot.observe.hooks import CallbackHook, RunHooks

@@ -19,7 +19,6 @@ from llamabot.settings import SETTINGS, setting
 from llamabot.tools.mcp.results import MCPToolError
 
 
-
 class MCPTimeoutError(MCPToolError, TimeoutError):
     """An MCP server did not answer a tool call within the call timeout; the request was cancelled. Shown to the
     model as the tool's error."""

@@ -9,7 +9,7 @@ The tool takes one argument, ``query`` (the task, in plain words), and runs the 
 - its model calls add to the outer run's usage, and the outer run's usage limits hold inside it (unless the inner
   bot has limits of its own);
 - it gets the outer run's ``deps`` and ``approver``; when the outer run has no approver, a call the inner run
-  must not make without a decision pauses the *outer* run: its :class:`~llamabot.graph.approval.ApprovalRequired`
+  must not make without a decision pauses the *outer* run: its :class:`~llamabot.agents.approval.ApprovalRequired`
   lists the inner calls, and ``outer.resume(paused, decisions)`` continues the inner run from where it paused
   (its checkpoint is kept in the outer run's state), then the outer one;
 - each call is a fresh inner run (no conversation is kept between calls); sync outer runs call the inner bot
@@ -23,14 +23,14 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from llamabot.graph.approval import APPROVER, DECISIONS, PausedRun
+from llamabot.agents.approval import APPROVER, DECISIONS, PausedRun
 from llamabot.observe.tracing import current_run
 from llamabot.tools.approval import Decision
 from llamabot.tools.context import RunContext
 from llamabot.tools.tool import Tool, build_tool
 
 if TYPE_CHECKING:
-    from llamabot.graph.graphbot import GraphBot
+    from llamabot.agents.graphbot import GraphBot
 
 #: The hidden parameter through which a tool node hands an agent tool the inner run it paused:
 #: ``(the inner PausedRun's JSON, the outer run's decisions)`` (see :func:`nested_resume`).

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from pydantic_core import from_json
 
+from llamabot.agents.agent_state import PendingCall
 from llamabot.bot.toolbot import ToolBotReply
 from llamabot.errors import ToolArgumentsError
-from llamabot.graph.agent_state import PendingCall
 from llamabot.models.messages import Message, tool_result, user
 from llamabot.tools.output import typed_output
 from llamabot.tools.tool import Tool

@@ -22,9 +22,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from llamabot.bot.options import check_shared, unknown_option
-from llamabot.graph.agent_tool import agent_tool
-from llamabot.graph.approval import (
+from llamabot.agents.agent_tool import agent_tool
+from llamabot.agents.approval import (
     APPROVER,
     DECISIONS,
     STATE_CLASSES,
@@ -32,6 +31,7 @@ from llamabot.graph.approval import (
     PausedRun,
     decisions_for,
 )
+from llamabot.bot.options import check_shared, unknown_option
 from llamabot.graph.checkpoint import Checkpoint, CheckpointHook
 from llamabot.graph.codec import StateCodecError, loads_state
 from llamabot.graph.flow import AsyncFlow, Flow, GraphRoutingError, next_node, node_label
@@ -131,27 +131,16 @@ class GraphBot(Closing):
             raise TypeError(f"approver must be a callable (request -> Decision or bool), got {type(approver).__name__}")
         self.usage_limits = usage_limits
         #: Decides in-process on tool calls that require approval (see :mod:`llamabot.tools.approval`); without
-        #: one, a run pauses before them (:class:`~llamabot.graph.approval.ApprovalRequired`).
+        #: one, a run pauses before them (:class:`~llamabot.agents.approval.ApprovalRequired`).
         self.approver = approver
         self.last_trace: Trace | None = None
-
-    @staticmethod
-    def from_flow(start: Any, *, state: Any = None, result: Any = None, **options: Any) -> GraphBot:
-        """A bot over a graph made by hand (its start node, or a flow): ``bot(q)``, ``arun``, ``astream``, hooks,
-        usage limits, approvals, deps, checkpoints, ``to_mermaid``, durable runs. A graph with a ``DecideNode``
-        runs as an agent; any other takes ``state(query) -> dict`` and ``result`` (a state key or
-        ``result(state) -> value``). ``options``: ``hooks``, ``usage_limits``, ``approver``, ``name``. See
-        :mod:`llamabot.graph.flowbot`."""
-        from llamabot.graph.flowbot import from_flow
-
-        return from_flow(start, state=state, result=result, **options)
 
     def as_tool(self, *, name: str, description: str, output: Callable[[Any], Any] | None = None,
                 **options: Any) -> Tool:
         """This bot as a tool of another bot: one ``query`` argument, a fresh run per call, in the calling run's
         trace, usage, limits, deps and approvals (an inner pause pauses the outer run). ``output`` maps the
         result to the tool's value; ``options`` are ``@tool``'s (``timeout``, ``retries``...). See
-        :mod:`llamabot.graph.agent_tool`."""
+        :mod:`llamabot.agents.agent_tool`."""
         return agent_tool(self, name=name, description=description, output=output, **options)
 
     # -- what a subclass provides ---------------------------------------------------------------------

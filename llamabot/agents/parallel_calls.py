@@ -23,7 +23,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from llamabot.graph.agent_state import PendingCall
+from llamabot.agents.agent_state import PendingCall
 from llamabot.models.exchange import step_runner
 from llamabot.observe.tracing import LiveRun, Span, close_span, start_span, under
 from llamabot.tools.call import ToolOutcome, ainvoke_tool

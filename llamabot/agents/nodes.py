@@ -15,11 +15,9 @@ from typing import Any
 
 from loguru import logger
 
-from llamabot.bot.toolbot import ToolBot, ToolBotReply
-from llamabot.errors import LlamabotError, StructuredOutputError, excerpt
-from llamabot.graph.agent_state import PendingCall, answer_open_calls, conversation_window
-from llamabot.graph.agent_tool import NESTED, keep_nested, nested_context
-from llamabot.graph.approval import (
+from llamabot.agents.agent_state import PendingCall, answer_open_calls, conversation_window
+from llamabot.agents.agent_tool import NESTED, keep_nested, nested_context
+from llamabot.agents.approval import (
     ApprovalRequired,
     Gate,
     adecide_call,
@@ -28,9 +26,11 @@ from llamabot.graph.approval import (
     pause_for_approval,
     pause_for_inner,
 )
-from llamabot.graph.decision import RESPOND, decide
+from llamabot.agents.decision import RESPOND, decide
+from llamabot.agents.parallel_calls import ParallelCalls, take_early
+from llamabot.bot.toolbot import ToolBot, ToolBotReply
+from llamabot.errors import LlamabotError, StructuredOutputError, excerpt
 from llamabot.graph.flow import DualNode, node_label
-from llamabot.graph.parallel_calls import ParallelCalls, take_early
 from llamabot.models.messages import Message, tool_result, user
 from llamabot.models.seam import model_family
 from llamabot.observe.tracing import active_run, current_run, current_span

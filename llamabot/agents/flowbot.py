@@ -1,10 +1,10 @@
-"""Any hand-made graph as a bot: ``GraphBot.from_flow(start, state=..., result=...)``.
+"""Any hand-made graph as a bot: ``from_flow(start, state=..., result=...)``.
 
 A flow wired by hand from ``DecideNode``/``FuncNode`` (or any nodes) gets the whole surface of a graph bot:
 ``bot(q)``, ``await bot.arun(q)``, ``bot.astream(q)``, hooks, usage limits, approvals (pause and ``resume``),
 ``deps=``, checkpoints, ``to_mermaid()``, and durable runs (a ``Durable`` factory may return it)::
 
-    from llamabot.graph import DecideNode, FuncNode, GraphBot
+    from llamabot.graph import DecideNode, FuncNode, from_flow
 
     decide = DecideNode(ToolBot(PROMPT, tools=tools))
     for t in tools:
@@ -12,7 +12,7 @@ A flow wired by hand from ``DecideNode``/``FuncNode`` (or any nodes) gets the wh
         decide - node.name >> node
         node - "decide" >> decide
     decide - "decide" >> decide
-    bot = GraphBot.from_flow(decide)          # an agent-shaped graph: the agent's run state and result
+    bot = from_flow(decide)                   # an agent-shaped graph: the agent's run state and result
     bot("What is 12 plus 30?")
 
 A graph with a ``DecideNode`` is *agent-shaped*: a run's state is the agent's (:mod:`agent_state`), its result is
@@ -29,13 +29,13 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from llamabot.graph.agent_state import answer_open_calls, new_run_state, restored_run_state
-from llamabot.graph.approval import ApprovalRequired
-from llamabot.graph.decision import RESPOND
-from llamabot.graph.graphbot import RUN_OPTIONS, GraphBot
+from llamabot.agents.agent_state import answer_open_calls, new_run_state, restored_run_state
+from llamabot.agents.approval import ApprovalRequired
+from llamabot.agents.decision import RESPOND
+from llamabot.agents.graphbot import RUN_OPTIONS, GraphBot
+from llamabot.agents.nodes import DecideNode, FuncNode
+from llamabot.agents.parallel_calls import cancel_early
 from llamabot.graph.mermaid import walk
-from llamabot.graph.nodes import DecideNode, FuncNode
-from llamabot.graph.parallel_calls import cancel_early
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, current_run
 from llamabot.observe.usage import UsageLimits
@@ -84,7 +84,7 @@ class AgentRuns:
 
 
 class FlowBot(GraphBot):
-    """A graph bot over a graph made by hand (see the module docstring); made by :meth:`GraphBot.from_flow`."""
+    """A graph bot over a graph made by hand (see the module docstring); made by :func:`from_flow`."""
 
     def __init__(self, start: Any, *, state: Callable[[Any], dict[str, Any]] | None = None,
                  result: str | Callable[[dict[str, Any]], Any] = "result", hooks: Iterable[RunHooks] = (),
