@@ -248,3 +248,17 @@ def test_api_approve_120_the_agent_command_without_a_terminal_refuses_and_never_
     assert result.exit_code == 3, result.output
     assert 'pay({"amount": 5.0, "to": "alice"})' in result.output and "no terminal" in result.output
     assert SENT == []
+
+
+def test_api_approve_130_a_paused_run_saved_before_the_agent_modules_moved_still_resumes():
+    """Paused runs name their state classes by module; llamabot.graph's agent modules moved to llamabot.agents, and
+    a run paused before the move (waiting for a person) must still continue."""
+    sent, pay, balance = make_tools()
+    paused = pause(AgentBot(tools=[pay, balance], model=ScriptedModel([tool_call("pay", amount=5, to="alice")])),
+                   "Pay alice 5").paused
+    text = paused.to_json()
+    assert "llamabot.agents.agent_state:PendingCall" in text
+    old = PausedRun.from_json(text.replace("llamabot.agents.agent_state", "llamabot.graph.agent_state"))
+    bot = AgentBot(tools=[pay, balance], model=ScriptedModel([tool_call("respond_to_user", response="done")]))
+    assert bot.resume(old, {old.requests[0].call_id: Decision.approve()}) == "done"
+    assert sent == [(5.0, "alice")]
