@@ -1,4 +1,4 @@
-"""``llamabot console``: the run console in the browser (needs the ``console`` and ``durable`` extras; imported
+"""``llamabot console``: the run console in the browser (needs the ``console`` extra; imported
 when the command runs, so ``llamabot --help`` stays light)."""
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ def console(db: Optional[str] = typer.Option(None, "--db", help="Database URL of
         from llamabot.console import ConsoleSecurityError, serve
         from llamabot.durable import DurableError
     except ImportError as exc:
-        err_console.print(f'[red]error:[/red] the console needs its extras: pip install "llamabot[console,durable]" '
-                          f"({exc})", highlight=False)
+        err_console.print(f'error: the console needs its extra: pip install "llamabot[console]" ({exc})',
+                          markup=False, highlight=False)
         raise typer.Exit(1) from exc
 
     def ready(url: str) -> None:

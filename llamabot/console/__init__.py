@@ -1,4 +1,4 @@
-"""``llamabot console``: durable runs in the browser (``pip install "llamabot[console,durable]"``).
+"""``llamabot console``: durable runs in the browser (``pip install "llamabot[console]"``).
 
 A FastAPI app with server-rendered pages on the runs' database: the runs list, one run's question, answer and
 trace (live while it runs), pending approvals decided with the same functions as ``llamabot runs
@@ -30,4 +30,5 @@ def serve(db: str | None = None, *, host: str = "127.0.0.1", port: int = 8000, t
     shown = f"[{host}]" if ":" in host else host
     if ready is not None:
         ready(f"http://{shown}:{port}/")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    # open event streams end within 3 s of Ctrl-C / SIGTERM (uvicorn would wait for them forever)
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
