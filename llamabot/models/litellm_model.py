@@ -16,6 +16,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from llamabot.errors import LlamabotError, ModelCallError
 from llamabot.models.registry import LOCAL_MODELS, LOCAL_PREFIX
@@ -81,17 +82,18 @@ class LiteLLMModel(StringModel):
     def complete(self, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:
         litellm = ensure_litellm()
         started = time.perf_counter()
+        kwargs = self._kwargs(request, stream=on_token is not None)
+        where = model_and_server(self.model_string, kwargs)
         if on_token is None:
-            with provider_errors(self.model_string):
-                response = litellm.completion(**self._kwargs(request, stream=False))
-                return reply_from_litellm(response, time.perf_counter() - started)
-        with provider_errors(self.model_string):
-            stream = iter(litellm.completion(**self._kwargs(request, stream=True)))
+            with provider_errors(where):
+                return reply_from_litellm(litellm.completion(**kwargs), time.perf_counter() - started)
+        with provider_errors(where):
+            stream = iter(litellm.completion(**kwargs))
         chunks = []
-        while (chunk := _next_chunk(self.model_string, stream)) is not _END:
+        while (chunk := _next_chunk(where, stream)) is not _END:
             chunks.append(chunk)
             _emit(chunk, on_token)  # not inside provider_errors: a hook's error is its own
-        return self._streamed(litellm, chunks, request, started)
+        return self._streamed(litellm, chunks, request, started, where)
 
     def _assemble(self, litellm: Any, chunks: list[Any], request: ModelRequest) -> Any:
         """Rebuild one response from stream chunks. Custom providers' chunks name the model without its
@@ -105,20 +107,22 @@ class LiteLLMModel(StringModel):
     async def acomplete(self, request: ModelRequest, on_token: TokenCallback | None = None) -> ModelReply:
         litellm = ensure_litellm()
         started = time.perf_counter()
+        kwargs = self._kwargs(request, stream=on_token is not None)
+        where = model_and_server(self.model_string, kwargs)
         if on_token is None:
-            with provider_errors(self.model_string):
-                response = await litellm.acompletion(**self._kwargs(request, stream=False))
-                return reply_from_litellm(response, time.perf_counter() - started)
-        with provider_errors(self.model_string):
-            stream = (await litellm.acompletion(**self._kwargs(request, stream=True))).__aiter__()
+            with provider_errors(where):
+                return reply_from_litellm(await litellm.acompletion(**kwargs), time.perf_counter() - started)
+        with provider_errors(where):
+            stream = (await litellm.acompletion(**kwargs)).__aiter__()
         chunks = []
-        while (chunk := await _anext_chunk(self.model_string, stream)) is not _END:
+        while (chunk := await _anext_chunk(where, stream)) is not _END:
             chunks.append(chunk)
             _emit(chunk, on_token)
-        return self._streamed(litellm, chunks, request, started)
+        return self._streamed(litellm, chunks, request, started, where)
 
-    def _streamed(self, litellm: Any, chunks: list[Any], request: ModelRequest, started: float) -> ModelReply:
-        with provider_errors(self.model_string):
+    def _streamed(self, litellm: Any, chunks: list[Any], request: ModelRequest, started: float,
+                  where: str) -> ModelReply:
+        with provider_errors(where):
             return reply_from_litellm(self._assemble(litellm, chunks, request), time.perf_counter() - started)
 
 
@@ -137,6 +141,16 @@ async def _anext_chunk(model: str, stream: AsyncIterator[Any]) -> Any:
 
 #: The most characters of a provider's error message quoted in a ModelCallError.
 ERROR_CHARS = 500
+
+
+def model_and_server(model: str, kwargs: dict[str, Any]) -> str:
+    """``model``, with the server a call goes to when it names one (``api_base``; any user and password in the
+    URL left out), so that an error says which server failed: ``openai/qwen (http://127.0.0.1:8000/v1)``."""
+    base = kwargs.get("api_base") or kwargs.get("base_url")
+    if not base:
+        return model
+    parts = urlsplit(str(base))
+    return f"{model} ({urlunsplit(parts._replace(netloc=parts.netloc.rpartition('@')[2], query='', fragment=''))})"
 
 
 @contextmanager
