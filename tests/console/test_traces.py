@@ -75,3 +75,17 @@ def test_con_trace_050_a_span_s_details_are_its_attributes_escaped(db, console):
     details = httpx.get(f"{console.url}/runs/lookup-3/spans/{tool.trace_id}/{tool.span_id}").text
     assert "&lt;b&gt;k3&lt;/b&gt;" in details and "<b>" not in details
     assert httpx.get(f"{console.url}/runs/lookup-3/spans/{tool.trace_id}/9999").status_code == 404
+
+
+def test_con_trace_060_aot_atoms_tot_steps_and_anot_phases_are_on_the_page(db, console):
+    from tests.reasoning.anot.helpers import ITEMS
+
+    Durable("tests.durable.test_runs:make_aot", db=db).run("What is (15 + 7) * 3 - 10?", run_id="aot-page")
+    Durable("tests.durable.test_runs:make_tot", db=db).run("4 9 10 13", run_id="tot-page")
+    Durable("tests.durable.test_runs:make_anot", db=db).run("kids and cozy", items=ITEMS, run_id="anot-page")
+    shutdown()
+    for run_id, kinds in (("aot-page", ("layer", "atom", "report")), ("tot-page", ("tot_step", "tot_update")),
+                          ("anot-page", ("phase", "lwt_step"))):
+        html = httpx.get(f"{console.url}/runs/{run_id}").text
+        shown = {kind for kind in kinds if f'<span class="kind">{kind}</span>' in html}
+        assert shown == set(kinds), f"{run_id}: {set(kinds) - shown} not on the page"
