@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
@@ -47,7 +47,8 @@ def _environment() -> Environment:
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(ms=_ms, when=_when, cost=_cost, short=_short, text=_text, json=_json,
                        tojson_pretty=lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=repr),
-                       query=lambda d: urlencode({k: v for k, v in d.items() if v}))
+                       query=lambda d: urlencode({k: v for k, v in d.items() if v}),
+                       segment=lambda v: quote(str(v), safe=""))
     return env
 
 
@@ -100,7 +101,8 @@ def create_app(db: str | None = None, *, token: str | None = None) -> FastAPI:
         if run is None:
             return unknown(request, run_id)
         flash = {"approve": "Approved: the run goes on in its worker.",
-                 "reject": "Rejected: the model is shown the rejection."}.get(decided or "")
+                 "reject": "Rejected: the model is shown the rejection.",
+                 "cancel": "Cancelled: the run stops at its next step."}.get(decided or "")
         return page(request, "run.html", flash=flash, graph=reader.graph(run.bot), approval_error=None,
                     **run_values(run, time.time() * 1000, all))
 
@@ -162,7 +164,7 @@ def create_app(db: str | None = None, *, token: str | None = None) -> FastAPI:
         run = await asyncio.to_thread(reader.run, run_id)
         if run is None:
             return unknown(request, run_id)
-        problem = _stale(run, form.get("request"))
+        problem = None if verdict == "cancel" else _stale(run, form.get("request"))
         arguments = None
         if problem is None and verdict == "approve":
             arguments, problem = _edited(form)
@@ -170,16 +172,19 @@ def create_app(db: str | None = None, *, token: str | None = None) -> FastAPI:
             try:
                 if verdict == "approve":
                     await asyncio.to_thread(runs.approve, run_id, arguments, reader.url, by=_decider())
-                else:
+                elif verdict == "reject":
                     await asyncio.to_thread(runs.reject, run_id, form.get("reason", ""), reader.url, by=_decider())
+                else:
+                    await asyncio.to_thread(runs.cancel, run_id, reader.url)
             except DurableError as exc:
                 problem = str(exc)
         if problem is not None:
             run = await asyncio.to_thread(reader.run, run_id) or run
             values = await asyncio.to_thread(run_values, run, time.time() * 1000)
-            return page(request, "run.html", 409, flash=None, graph=reader.graph(run.bot), approval_error=problem,
-                        **values)
-        return RedirectResponse(f"/runs/{run_id}?decided={verdict}", 303)
+            errors = {"error": problem} if verdict == "cancel" else {"approval_error": problem}
+            return page(request, "run.html", 409, flash=None, graph=reader.graph(run.bot), **{"approval_error": None,
+                        **errors}, **values)
+        return RedirectResponse(f"/runs/{quote(run_id, safe='')}?decided={verdict}", 303)
 
     @app.post("/runs/{run_id}/approve")
     async def approve(request: Request, run_id: str) -> Response:
@@ -188,6 +193,10 @@ def create_app(db: str | None = None, *, token: str | None = None) -> FastAPI:
     @app.post("/runs/{run_id}/reject")
     async def reject(request: Request, run_id: str) -> Response:
         return await decide(request, run_id, "reject")
+
+    @app.post("/runs/{run_id}/cancel")
+    async def cancel(request: Request, run_id: str) -> Response:
+        return await decide(request, run_id, "cancel")
 
     return Gate(app, token)  # type: ignore[return-value]
 

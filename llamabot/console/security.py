@@ -22,6 +22,16 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+#: Sent with every response: no script but the console's own file, no framing (an approve button cannot be
+#: clickjacked), no referrer to other sites (the first address may carry the token; a same-origin one keeps the
+#: Origin header that the CSRF check reads: with no-referrer a browser sends "Origin: null").
+HEADERS = (
+    (b"content-security-policy", b"default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                                 b"img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+)
 TOKEN_COOKIE = "llamabot_console"
 CSRF_COOKIE = "llamabot_csrf"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -55,7 +65,8 @@ def same(a: str | None, b: str | None) -> bool:
 
 
 class Gate:
-    """ASGI middleware: the host check, the token, and a CSRF cookie for every page (``request.state.csrf``)."""
+    """ASGI middleware: the host check, the token, a CSRF cookie for every page (``request.state.csrf``) and the
+    :data:`HEADERS` on every response."""
 
     def __init__(self, app: ASGIApp, token: str | None):
         self.app, self.token = app, token or None
@@ -65,22 +76,20 @@ class Gate:
             await self.app(scope, receive, send)
             return
         request = Request(scope)
-        refused = self._refusal(request)
-        if refused is not None:
-            await refused(scope, receive, send)
-            return
         csrf = request.cookies.get(CSRF_COOKIE)
         fresh = None if csrf else secrets.token_urlsafe(32)
         scope.setdefault("state", {})["csrf"] = csrf or fresh
 
-        async def send_with_cookie(message: dict) -> None:
-            if message["type"] == "http.response.start" and fresh is not None:
-                headers = list(message.get("headers", []))
-                headers.append((b"set-cookie", _cookie(CSRF_COOKIE, fresh).encode()))
+        async def send_with_headers(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                headers = [*message.get("headers", []), *HEADERS]
+                if fresh is not None:
+                    headers.append((b"set-cookie", _cookie(CSRF_COOKIE, fresh).encode()))
                 message = {**message, "headers": headers}
             await send(message)
 
-        await self.app(scope, receive, send_with_cookie)
+        refused = self._refusal(request)
+        await (refused or self.app)(scope, receive, send_with_headers)
 
     def _refusal(self, request: Request) -> Response | None:
         if self.token is None:

@@ -80,3 +80,15 @@ def test_con_appr_040_the_approvals_page_decides_too(page, console, worker, db):
     expect(card.locator("code.tool")).to_have_text("transfer")
     card.get_by_role("button", name="Approve").click()
     expect(page.locator("#answer")).to_have_text("done: sent 10.0 to carol", timeout=WAIT_MS)
+
+
+def test_con_run_010_a_run_is_cancelled_from_its_page_after_a_confirmation(page, console, worker, db):
+    open_waiting_run(page, console, db, "frank", "pay-frank")
+    page.once("dialog", lambda dialog: dialog.dismiss())  # "no": nothing happens
+    page.get_by_role("button", name="Cancel run").click()
+    expect(page.locator("#summary [data-status]")).to_have_text("waiting")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Cancel run").click()
+    expect(page.locator(".flash")).to_contain_text("Cancelled")
+    expect(page.locator("#summary [data-status]")).to_have_text("cancelled", timeout=WAIT_MS)
+    expect(page.get_by_role("button", name="Cancel run")).to_have_count(0)

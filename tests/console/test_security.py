@@ -95,3 +95,11 @@ def test_con_appr_050_a_decision_made_on_a_page_of_another_approval_is_refused(c
 def test_con_cli_010_an_unreachable_database_exits_1_with_its_error(tmp_path):
     result = CliRunner().invoke(app, ["console", "--db", f"sqlite:///{tmp_path}/missing/dir/runs.sqlite"])
     assert result.exit_code == 1 and "error" in result.output
+
+
+def test_con_sec_060_every_response_forbids_framing_and_foreign_scripts(console):
+    for path in ("/runs", "/static/console.js", "/runs/no-such-run"):
+        headers = httpx.get(f"{console.url}{path}").headers
+        assert "frame-ancestors 'none'" in headers["content-security-policy"]
+        assert "script-src 'self'" in headers["content-security-policy"]
+        assert headers["x-frame-options"] == "DENY" and headers["referrer-policy"] == "same-origin"

@@ -20,6 +20,10 @@
   document.addEventListener("toggle", function (e) {
     if (e.target.matches && e.target.matches("details.span")) loadDetails(e.target);
   }, true);
+  document.addEventListener("submit", function (e) {
+    var question = e.target.dataset && e.target.dataset.confirm;
+    if (question && !window.confirm(question)) e.preventDefault();
+  }, true);
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("details.span[open]").forEach(loadDetails);
   });
