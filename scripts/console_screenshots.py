@@ -3,7 +3,7 @@
     python scripts/console_screenshots.py
 
 A SQLite database in a temporary directory with runs of every status (succeeded, failed span inside a succeeded
-run, waiting for an approval, queued), a real ``llamabot worker``, ``llamabot console`` on a free loopback port,
+run, waiting for an approval, queued: the worker's two slots are taken), a real ``llamabot worker``, ``llamabot console`` on a free loopback port,
 and headless Chromium (Debian's ``chromium``) through Playwright.
 """
 
@@ -41,13 +41,12 @@ def main() -> None:
         with client(db) as via:
             for run_id, who in (("pay-alice", "alice"), ("pay-bob", "bob")):
                 enqueue("tests.console.bots:make_payment_agent", who, {}, run_id, via=via)
-        worker = Worker(db, "worker-1", Path(tmp) / "worker.log")
+        worker = Worker(db, "worker-1", Path(tmp) / "worker.log", concurrency=2)
         try:
             while not (show_run("pay-alice", db).waiting and show_run("pay-bob", db).waiting):
                 time.sleep(0.2)
-            with client(db) as via:
+            with client(db) as via:  # both of the worker's slots wait for approvals: this one stays queued
                 enqueue("tests.console.bots:make_payment_agent", "carol", {}, "pay-carol-queued", via=via)
-            worker.stop(signal.SIGTERM)  # pay-carol stays queued
             server = ConsoleServer(db, Path(tmp) / "console.log")
             try:
                 shoot(server.url)

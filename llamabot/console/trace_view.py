@@ -11,6 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llamabot.console.reader import StoredSpan
+from llamabot.durable.drain import RunParked
+
+#: How a span cut by a stopping process begins its error.
+PARKED = f"{RunParked.__name__}:"
 
 
 @dataclass(slots=True)
@@ -22,6 +26,16 @@ class SpanNode:
     left: float = 0.0
     width: float = 0.0
     has_error: bool = False  # the span or one below it failed
+
+    @property
+    def parked(self) -> bool:
+        """The span ended because its process stopped (``RunParked``): not a failure; the run stays PENDING and
+        goes on in another execution."""
+        return (self.span.error or "").startswith(PARKED)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.span.error) and not self.parked
 
     @property
     def open(self) -> bool:
@@ -93,7 +107,7 @@ def executions(spans: list[StoredSpan], now_ms: float, limit: int | None = None)
             node.width = max(100 * ((s.end_ms if s.end_ms is not None else now_ms) - s.start_ms) / total, 0.2)
         for span in reversed(members):  # a child starts after its parent: its error reaches the parent first
             node = nodes[span.span_id]
-            node.has_error = node.has_error or bool(node.span.error)
+            node.has_error = node.has_error or node.failed
             parent = nodes.get(node.span.parent_id) if node.span.parent_id is not None else None
             if parent is not None and node.has_error:
                 parent.has_error = True
@@ -130,7 +144,7 @@ def _size(node: SpanNode) -> int:
 
 
 def _errors(node: SpanNode) -> int:
-    return bool(node.span.error) + sum(_errors(c) for c in node.children)
+    return node.failed + sum(_errors(c) for c in node.children)
 
 
 def _short(value: Any, limit: int = 120) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import pytest
 
 from llamabot.console.reader import RunsReader
-from llamabot.durable import Durable, shutdown
+from llamabot.durable import Durable, approve, show_run, shutdown, wait_result
 
 
 @pytest.fixture(autouse=True)
@@ -89,3 +91,26 @@ def test_con_trace_060_aot_atoms_tot_steps_and_anot_phases_are_on_the_page(db, c
         html = httpx.get(f"{console.url}/runs/{run_id}").text
         shown = {kind for kind in kinds if f'<span class="kind">{kind}</span>' in html}
         assert shown == set(kinds), f"{run_id}: {set(kinds) - shown} not on the page"
+
+
+def wait_for(condition, what: str, timeout: float = 30):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_con_trace_070_a_run_parked_by_a_stopping_process_is_not_shown_failed(db, console):
+    Durable("tests.console.bots:make_payment_agent", db=db).start("gina", run_id="pay-gina")
+    wait_for(lambda: show_run("pay-gina", db).waiting, "the approval")
+    shutdown(grace_s=1)  # the process stops: the run is parked in its wait, PENDING
+    parked = httpx.get(f"{console.url}/runs/pay-gina").text
+    assert "parked: its process stopped" in parked and 'class="span cat-run parked' in parked
+    assert " failed" not in parked.split('id="trace"')[1]
+    Durable("tests.console.bots:make_payment_agent", db=db)  # the same executor id: it recovers the run
+    wait_for(lambda: show_run("pay-gina", db).waiting, "the approval, again")
+    approve("pay-gina", db=db)
+    assert wait_result("pay-gina", db) == "done: sent 10.0 to gina"
+    shutdown()
+    again = httpx.get(f"{console.url}/runs/pay-gina").text
+    assert "Execution 1" in again and "Execution 2" in again
