@@ -71,8 +71,9 @@ def shoot(url: str) -> None:
         page.locator("details.cat-tool_call.failed pre.attributes").first.wait_for()
         page.locator("#trace").scroll_into_view_if_needed()
         page.screenshot(path=str(OUT / "run-trace-error.png"))
+        page.locator("svg.graph").screenshot(path=str(OUT / "run-graph.png"))
         browser.close()
-    for name in ("runs-list", "run-waiting", "approvals", "run-trace-error"):
+    for name in ("runs-list", "run-waiting", "approvals", "run-trace-error", "run-graph"):
         print(f"{OUT / name}.png: {(OUT / f'{name}.png').stat().st_size // 1024} kB")
 
 

@@ -25,6 +25,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response, Streamin
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from llamabot.console.graph_view import draw
 from llamabot.console.reader import FILTERS, FINISHED, RunRow, RunsReader
 from llamabot.console.security import Gate, check_csrf
 from llamabot.console.trace_view import executions
@@ -76,6 +77,10 @@ def create_app(db: str | None = None, *, token: str | None = None) -> FastAPI:
         return {"run": run, "finished": run.status in FINISHED, "decisions": reader.decisions(run.run_id),
                 "executions": spans, "everything": everything}
 
+    def graph_values(run: RunRow) -> dict[str, Any]:
+        source = reader.graph(run.bot)
+        return {"graph": source, "drawing": draw(source)}
+
     def unknown(request: Request, run_id: str) -> HTMLResponse:
         return page(request, "message.html", 404, heading="Unknown run", run_id=None,
                     message=f"no durable run has the id {run_id!r}")
@@ -103,7 +108,7 @@ def create_app(db: str | None = None, *, token: str | None = None) -> FastAPI:
         flash = {"approve": "Approved: the run goes on in its worker.",
                  "reject": "Rejected: the model is shown the rejection.",
                  "cancel": "Cancelled: the run stops at its next step."}.get(decided or "")
-        return page(request, "run.html", flash=flash, graph=reader.graph(run.bot), approval_error=None,
+        return page(request, "run.html", flash=flash, **graph_values(run), approval_error=None,
                     **run_values(run, time.time() * 1000, all))
 
     @app.get("/runs/{run_id}/live")
@@ -182,7 +187,7 @@ def create_app(db: str | None = None, *, token: str | None = None) -> FastAPI:
             run = await asyncio.to_thread(reader.run, run_id) or run
             values = await asyncio.to_thread(run_values, run, time.time() * 1000)
             errors = {"error": problem} if verdict == "cancel" else {"approval_error": problem}
-            return page(request, "run.html", 409, flash=None, graph=reader.graph(run.bot), **{"approval_error": None,
+            return page(request, "run.html", 409, flash=None, **graph_values(run), **{"approval_error": None,
                         **errors}, **values)
         return RedirectResponse(f"/runs/{quote(run_id, safe='')}?decided={verdict}", 303)
 

@@ -114,3 +114,22 @@ def test_con_trace_070_a_run_parked_by_a_stopping_process_is_not_shown_failed(db
     shutdown()
     again = httpx.get(f"{console.url}/runs/pay-gina").text
     assert "Execution 1" in again and "Execution 2" in again
+
+
+def test_con_graph_010_the_bot_s_graph_is_drawn_with_its_source_beside(db, console):
+    Durable("tests.console.bots:make_failing_agent", db=db).run("k4", run_id="lookup-4")
+    shutdown()
+    html = httpx.get(f"{console.url}/runs/lookup-4").text
+    svg = html.split('<svg class="graph"')[1].split("</svg>")[0]
+    for label in ("decide", "lookup", "respond_to_user"):
+        assert f">{label}</text>" in svg
+    assert 'class="node start"' in svg and 'class="node terminal"' in svg and 'class="edge back"' in svg
+    assert "flowchart LR" in html  # the mermaid source too
+
+
+def test_con_graph_020_text_that_is_not_llamabot_s_flowchart_is_not_drawn():
+    from llamabot.console.graph_view import draw
+
+    assert draw(None) is None and draw("graph TD\n  A-->B") is None
+    drawing = draw('flowchart LR\n    n0["a #quot;b#quot; #91;c#93;"]\n    n0 -->|"go"| n0\n    class n0 start')
+    assert drawing.nodes[0].label == 'a "b" [c]' and drawing.edges[0].label == "go"
