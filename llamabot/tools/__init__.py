@@ -1,6 +1,7 @@
 """Tools: ``@tool`` turns typed functions into tool descriptions; ``DEFAULT_TOOLS`` ships with every agent;
 ``llamabot.tools.call`` is the one logic that calls a tool (validation, timeout, retries, sync or async)."""
 
+from llamabot.tools.call import ToolOutcome, ainvoke_tool, invoke_tool
 from llamabot.tools.context import RunContext
 from llamabot.tools.defaults import (
     DEFAULT_TOOLS,
@@ -10,6 +11,7 @@ from llamabot.tools.defaults import (
     today_date,
 )
 from llamabot.tools.retry import Retry
+from llamabot.tools.schema_tool import schema_tool
 from llamabot.tools.tool import DECIDE, Tool, as_tool, build_tool, tool
 
 __all__ = [
@@ -17,6 +19,10 @@ __all__ = [
     "DEFAULT_TOOLS",
     "Retry",
     "RunContext",
+    "ToolOutcome",
+    "ainvoke_tool",
+    "invoke_tool",
+    "schema_tool",
     "Tool",
     "as_tool",
     "build_tool",

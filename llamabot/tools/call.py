@@ -18,7 +18,7 @@ the coroutine wrapped around a coroutine tool (a task of its own with a timeout,
 The drivers of :mod:`llamabot.models.exchange` carry the effects out: ``run_exchange`` calls ``run()`` (the tool
 in this thread, or in a daemon worker thread when it has a timeout; ``time.sleep`` between attempts),
 ``arun_exchange`` awaits ``arun()`` (coroutine tools on the loop; sync tools in worker threads, so a blocking
-tool never stalls the other runs of the loop; ``asyncio.sleep`` between attempts). ``Tool.invoke``/``ainvoke``,
+tool never stalls the other runs of the loop; ``asyncio.sleep`` between attempts). ``invoke_tool``/``ainvoke_tool``,
 the agent's tool node, AoT atoms and compensations all call tools through here.
 
 A timed-out sync tool cannot be stopped (Python has no way to kill a thread): it runs on in its daemon thread
@@ -85,7 +85,7 @@ class ToolOutcome:
         return self.error is None
 
     def unwrap(self) -> Any:
-        """The value; or raise the exception that ended the call (what ``Tool.invoke`` does)."""
+        """The value; or raise the exception that ended the call."""
         if self.exception is not None:
             raise self.exception
         return self.value
@@ -313,7 +313,7 @@ def _message(error: Exception) -> str:
 
 def _async_in_sync_run(tool: Tool) -> ToolDefinitionError:
     return ToolDefinitionError(
-        f"tool {tool.name!r} is async; call it with `await tool.ainvoke(...)` or from an async bot "
+        f"tool {tool.name!r} is async; call it with `await ainvoke_tool(tool, ...)` or from an async bot "
         "(AsyncAgentBot.arun, aexecute_plan)"
     )
 

@@ -1,7 +1,9 @@
 """``@tool``: a typed function becomes a tool, i.e. a description (JSON schema) plus the function.
 
 The decorated function stays a plain callable. It gains ``.json_schema`` (OpenAI tool format),
-``.loopback_name`` and ``.tool`` (the immutable :class:`Tool`). Nothing here holds graph state: graph nodes
+``.loopback_name`` and ``.tool`` (the immutable :class:`Tool`). Calling a tool as a run does (validation, hidden
+parameters, timeout, retries) is :func:`llamabot.tools.call.invoke_tool` / ``ainvoke_tool``; a tool described by a
+JSON schema instead of a signature is :func:`llamabot.tools.schema_tool.schema_tool`. Nothing here holds graph state: graph nodes
 are built per graph from these descriptions. A tool may carry how it is to be called: a ``timeout`` per
 attempt, a retry policy (``retries=`` or ``retry=``), and whether it blocks; calling it is
 :mod:`llamabot.tools.call`'s job.
@@ -45,7 +47,7 @@ class Tool:
     which async runs call on the event loop instead of in a worker thread. ``requires_approval=True``: no run calls
     this tool without a decision (see :mod:`llamabot.tools.approval`).
     ``afunc``: a coroutine twin of a sync ``func`` that async runs await instead (an MCP tool has both).
-    ``schema_check``: set by :meth:`from_schema`: the arguments are checked against the JSON schema as given
+    ``schema_check``: set by :func:`~llamabot.tools.schema_tool.schema_tool`: the arguments are checked against the JSON schema as given
     (it returns the problems found) instead of by the ``arguments`` model.
     """
 
@@ -72,14 +74,6 @@ class Tool:
     def __post_init__(self) -> None:
         if self.fields is None and self.schema_check is None:
             object.__setattr__(self, "fields", fields_validator(self.arguments))
-
-    @classmethod
-    def from_schema(cls, name: str, description: str, parameters: dict[str, Any], **options: Any) -> Tool:
-        """A tool described by a JSON schema instead of a signature (see :func:`llamabot.tools.schema_tool.schema_tool`
-        for ``options``: ``func``, ``afunc``, ``timeout``, ``retries``...)."""
-        from llamabot.tools.schema_tool import schema_tool
-
-        return schema_tool(name, description, parameters, **options)
 
     @property
     def is_terminal(self) -> bool:
@@ -166,20 +160,6 @@ class Tool:
                     "Give the parameter a default or run the tool where that context exists."
                 )
         return kwargs
-
-    def invoke(self, arguments: str | dict[str, Any] | None = None, context: Mapping[str, Any] | None = None) -> Any:
-        """Validate the arguments and run the function (sync), with the tool's timeout and retries; return its
-        value or raise what ended the call (:class:`ToolArgumentsError`, the tool's exception, ``TimeoutError``;
-        :class:`ToolDefinitionError` for an async tool). ``llamabot.tools.call.invoke_tool`` gives the outcome."""
-        from llamabot.tools.call import invoke_tool
-
-        return invoke_tool(self, arguments, context).unwrap()
-
-    async def ainvoke(self, arguments: str | dict[str, Any] | None = None, context: Mapping[str, Any] | None = None) -> Any:
-        """Async twin of :meth:`invoke`: coroutine tools are awaited, sync tools run in a worker thread."""
-        from llamabot.tools.call import ainvoke_tool
-
-        return (await ainvoke_tool(self, arguments, context)).unwrap()
 
 
 def _format_validation_errors(exc: ValidationError) -> list[str]:

@@ -10,6 +10,7 @@ from llamabot import AgentBot, AsyncAgentBot, ScriptedModel, tool
 from llamabot.agents.nodes import FORCE_MESSAGE, ToolExecutionError
 from llamabot.models.scripted import empty, malformed_tool_call, text, tool_call, tool_calls
 from llamabot.toolkits.calculator import CALCULATOR_TOOLS, add, divide, multiply
+from llamabot.tools.call import invoke_tool
 
 
 def test_agt_dec_010_tool_result_goes_back_to_the_model_and_a_terminal_tool_ends_the_run():
@@ -185,9 +186,9 @@ async def test_agt_dec_130_async_tools_are_awaited_by_the_async_agent():
 
 def test_agt_calc_010_calculator_toolkit():
     assert [t.tool.name for t in CALCULATOR_TOOLS] == ["add", "subtract", "multiply", "divide", "power"]
-    results = [t.tool.invoke({"a": 6, "b": 3}) for t in CALCULATOR_TOOLS[:4]]
+    results = [invoke_tool(t, {"a": 6, "b": 3}).unwrap() for t in CALCULATOR_TOOLS[:4]]
     assert results == [9, 3, 18, 2]
-    assert CALCULATOR_TOOLS[4].tool.invoke({"base": 2, "exponent": 10}) == 1024
+    assert invoke_tool(CALCULATOR_TOOLS[4], {"base": 2, "exponent": 10}).unwrap() == 1024
     with pytest.raises(ZeroDivisionError):
         divide(1, 0)
 

@@ -19,6 +19,7 @@ from llamabot.errors import ToolDefinitionError
 from llamabot.models.scripted import tool_call, tool_calls
 from llamabot.reasoning.aot import AoTBot
 from llamabot.tools.approval import Decision
+from llamabot.tools.call import invoke_tool
 from tests.agent.helpers import tool_messages
 
 
@@ -93,7 +94,7 @@ def test_api_deps_040_outside_a_run_the_context_has_no_deps():
         seen.append(ctx)
         return "ok"
 
-    assert probe.tool.invoke({}) == "ok"
+    assert invoke_tool(probe, {}).unwrap() == "ok"
     (ctx,) = seen
     assert (ctx.deps, ctx.run_id, ctx.tool_name, ctx.usage.requests) == (None, "", "probe", 0)
 

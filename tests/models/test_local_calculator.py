@@ -7,10 +7,11 @@ import pytest
 
 from llamabot.errors import ToolArgumentsError
 from llamabot.toolkits.calculator import CALCULATOR_TOOLS, add, divide, multiply, power, subtract
+from llamabot.tools.call import invoke_tool
 
 
 def invoke(tool, arguments):
-    return tool.tool.invoke(arguments)
+    return invoke_tool(tool, arguments).unwrap()
 
 
 def test_mdl_calc_010_integer_arithmetic_answers_are_integers():

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from llamabot.errors import ToolArgumentsError, ToolDefinitionError
 from llamabot.tools import tool
+from llamabot.tools.call import ainvoke_tool, invoke_tool
 
 
 class Color(enum.Enum):
@@ -93,7 +94,7 @@ def test_tool_args_010_missing_optional_arguments_get_their_defaults():
 
 
 def test_tool_args_010_invoke_calls_function_with_converted_arguments():
-    result = describe.tool.invoke('{"count": "7", "color": "red", "point": {"x": 3}, "tags": ["a"]}')
+    result = invoke_tool(describe, '{"count": "7", "color": "red", "point": {"x": 3}, "tags": ["a"]}').unwrap()
     assert result == "7 red (3,0) 0.5 ['a']"
 
 
@@ -155,7 +156,7 @@ def test_tool_args_020_malformed_json_via_invoke_does_not_call_function():
         calls.append(a)
 
     with pytest.raises(ToolArgumentsError):
-        record.tool.invoke("{a: 1}")
+        invoke_tool(record, "{a: 1}").unwrap()
     assert calls == []
 
 
@@ -234,12 +235,12 @@ def test_tool_args_040_bind_injects_globals_dict_from_context():
 
 
 def test_tool_args_040_invoke_injects_globals_dict_from_context():
-    assert lookup.tool.invoke('{"name": "x"}', context={"globals_dict": {"x": 41}}) == 41
+    assert invoke_tool(lookup, '{"name": "x"}', context={"globals_dict": {"x": 41}}).unwrap() == 41
 
 
 def test_tool_args_040_without_context_hidden_param_keeps_its_default():
     assert lookup.tool.bind({"name": "x"}) == {"name": "x"}
-    assert lookup.tool.invoke({"name": "x"}) == "<missing>"
+    assert invoke_tool(lookup, {"name": "x"}).unwrap() == "<missing>"
 
 
 def test_tool_args_040_unrelated_context_keys_are_not_injected():
@@ -249,9 +250,9 @@ def test_tool_args_040_unrelated_context_keys_are_not_injected():
 
 def test_tool_args_040_model_cannot_set_hidden_globals_dict():
     with pytest.raises(ToolArgumentsError) as exc_info:
-        lookup.tool.invoke(
+        invoke_tool(lookup,
             {"name": "x", "_globals_dict": {"x": "forged"}}, context={"globals_dict": {"x": 1}}
-        )
+        ).unwrap()
     errors = exc_info.value.errors
     assert any(message.startswith("_globals_dict:") for message in errors)
     assert any("extra" in message.lower() for message in errors)
@@ -262,17 +263,17 @@ def test_tool_args_040_model_cannot_set_hidden_globals_dict():
 
 async def test_tool_args_050_async_tool_runs_via_ainvoke():
     assert slow_add.tool.is_async is True
-    assert await slow_add.tool.ainvoke('{"a": 2, "b": "3"}') == 5
+    assert (await ainvoke_tool(slow_add, '{"a": 2, "b": "3"}')).unwrap() == 5
 
 
 async def test_tool_args_050_ainvoke_also_runs_sync_tools():
     assert add.tool.is_async is False
-    assert await add.tool.ainvoke({"a": 2, "b": 3}) == 5
+    assert (await ainvoke_tool(add, {"a": 2, "b": 3})).unwrap() == 5
 
 
 async def test_tool_args_050_ainvoke_validates_arguments():
     with pytest.raises(ToolArgumentsError):
-        await slow_add.tool.ainvoke({"a": 2})
+        (await ainvoke_tool(slow_add, {"a": 2})).unwrap()
 
 
 async def test_tool_args_050_ainvoke_injects_hidden_context():
@@ -281,12 +282,12 @@ async def test_tool_args_050_ainvoke_injects_hidden_context():
         """Look up, asynchronously."""
         return (_globals_dict or {})[name]
 
-    assert await alookup.tool.ainvoke({"name": "k"}, context={"globals_dict": {"k": "v"}}) == "v"
+    assert (await ainvoke_tool(alookup, {"name": "k"}, context={"globals_dict": {"k": "v"}})).unwrap() == "v"
 
 
 def test_tool_args_050_invoke_on_async_tool_raises_tool_definition_error():
     with pytest.raises(ToolDefinitionError) as exc_info:
-        slow_add.tool.invoke({"a": 1, "b": 2})
+        invoke_tool(slow_add, {"a": 1, "b": 2}).unwrap()
     assert "slow_add" in str(exc_info.value)
     assert "ainvoke" in str(exc_info.value)
 
@@ -295,7 +296,7 @@ def test_tool_args_050_invoke_on_async_tool_leaves_no_unawaited_coroutine():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises(ToolDefinitionError):
-            slow_add.tool.invoke({"a": 1, "b": 2})
+            invoke_tool(slow_add, {"a": 1, "b": 2}).unwrap()
         gc.collect()
     never_awaited = [w for w in caught if "never awaited" in str(w.message)]
     assert never_awaited == []
@@ -307,11 +308,11 @@ def test_tool_args_050_invoke_on_async_tool_leaves_no_unawaited_coroutine():
 @pytest.mark.parametrize("arguments", ["", "   ", None, "{}", {}])
 def test_tool_args_060_empty_arguments_mean_no_arguments(arguments):
     assert ping.tool.validate(arguments) == {}
-    assert ping.tool.invoke(arguments) == "pong"
+    assert invoke_tool(ping, arguments).unwrap() == "pong"
 
 
 def test_tool_args_060_invoke_without_arguments_runs_parameterless_tool():
-    assert ping.tool.invoke() == "pong"
+    assert invoke_tool(ping).unwrap() == "pong"
 
 
 def test_tool_args_060_empty_arguments_still_require_required_params():
@@ -327,7 +328,7 @@ def test_tool_args_060_empty_arguments_fill_in_defaults():
         return f"hello {name}"
 
     assert greet.tool.validate(None) == {"name": "world"}
-    assert greet.tool.invoke("") == "hello world"
+    assert invoke_tool(greet, "").unwrap() == "hello world"
     assert json.loads(json.dumps(greet.tool.validate("  "))) == {"name": "world"}
 
 
@@ -340,6 +341,6 @@ def test_tool_args_070_a_required_hidden_parameter_missing_from_the_context_is_a
         """Uses a session."""
         return x + len(_session)
 
-    assert needs_session.tool.invoke({"x": 1}, context={"session": {"a": 1}}) == 2
+    assert invoke_tool(needs_session, {"x": 1}, context={"session": {"a": 1}}).unwrap() == 2
     with pytest.raises(ToolDefinitionError, match="_session"):
-        needs_session.tool.invoke({"x": 1}, context={"globals_dict": {}})
+        invoke_tool(needs_session, {"x": 1}, context={"globals_dict": {}}).unwrap()

@@ -427,9 +427,9 @@ async def test_tool_call_060_a_non_blocking_tool_runs_on_the_loop_thread():
 
 def test_tool_call_070_invoke_raises_what_ended_the_call():
     with pytest.raises(ZeroDivisionError):
-        divide.tool.invoke({"a": 1, "b": 0})
+        invoke_tool(divide, {"a": 1, "b": 0}).unwrap()
     with pytest.raises(ToolArgumentsError):
-        divide.tool.invoke({"a": 1})
+        invoke_tool(divide, {"a": 1}).unwrap()
 
 
 async def test_tool_call_070_ainvoke_raises_a_timeout():
@@ -439,7 +439,7 @@ async def test_tool_call_070_ainvoke_raises_a_timeout():
         await asyncio.sleep(1)
 
     with pytest.raises(TimeoutError, match="did not finish within 0.02 s"):
-        await waits.tool.ainvoke()
+        (await ainvoke_tool(waits)).unwrap()
 
 
 def test_tool_call_070_tool_options_are_kept_on_the_tool():

@@ -11,6 +11,7 @@ from llamabot.tools import (
     return_object_to_user,
     today_date,
 )
+from llamabot.tools.call import invoke_tool
 
 # --- TOOL-DEF-010 ----------------------------------------------------------------------------------
 
@@ -42,7 +43,7 @@ def test_tool_def_010_default_tool_schemas_hide_globals_dict():
 
 
 def test_tool_def_010_respond_to_user_returns_response():
-    assert respond_to_user.tool.invoke('{"response": "hi there"}') == "hi there"
+    assert invoke_tool(respond_to_user, '{"response": "hi there"}').unwrap() == "hi there"
 
 
 # --- TOOL-DEF-020 ----------------------------------------------------------------------------------
@@ -50,9 +51,9 @@ def test_tool_def_010_respond_to_user_returns_response():
 
 def test_tool_def_020_return_object_to_user_returns_object_from_injected_globals():
     payload = {"rows": [1, 2, 3]}
-    result = return_object_to_user.tool.invoke(
+    result = invoke_tool(return_object_to_user,
         {"variable_name": "data"}, context={"globals_dict": {"data": payload}}
-    )
+    ).unwrap()
     assert result is payload
 
 
@@ -64,7 +65,7 @@ def test_tool_def_020_return_object_to_user_direct_call_with_globals():
 def test_tool_def_020_missing_name_raises_key_error_listing_available_names():
     namespace = {"alpha": 1, "beta": 2, "_hidden": 3}
     with pytest.raises(KeyError) as exc_info:
-        return_object_to_user.tool.invoke({"variable_name": "gamma"}, context={"globals_dict": namespace})
+        invoke_tool(return_object_to_user, {"variable_name": "gamma"}, context={"globals_dict": namespace}).unwrap()
     message = exc_info.value.args[0]
     assert "'gamma'" in message
     assert "alpha, beta" in message
@@ -73,7 +74,7 @@ def test_tool_def_020_missing_name_raises_key_error_listing_available_names():
 
 def test_tool_def_020_missing_name_without_globals_says_none_available():
     with pytest.raises(KeyError) as exc_info:
-        return_object_to_user.tool.invoke({"variable_name": "x"})
+        invoke_tool(return_object_to_user, {"variable_name": "x"}).unwrap()
     assert "(none)" in exc_info.value.args[0]
 
 
@@ -82,7 +83,7 @@ def test_tool_def_020_missing_name_without_globals_says_none_available():
 
 def test_tool_def_030_today_date_returns_todays_iso_date():
     before = date.today().isoformat()
-    result = today_date.tool.invoke()
+    result = invoke_tool(today_date).unwrap()
     after = date.today().isoformat()
     assert result in {before, after}
     assert date.fromisoformat(result).isoformat() == result
@@ -91,13 +92,13 @@ def test_tool_def_030_today_date_returns_todays_iso_date():
 
 def test_tool_def_030_inspect_globals_lists_names_with_types_sorted():
     namespace = {"numbers": [1, 2], "count": 3, "name": "x"}
-    result = inspect_globals.tool.invoke("", context={"globals_dict": namespace})
+    result = invoke_tool(inspect_globals, "", context={"globals_dict": namespace}).unwrap()
     assert result.splitlines() == ["count: int", "name: str", "numbers: list"]
 
 
 def test_tool_def_030_inspect_globals_skips_underscore_names():
     namespace = {"visible": 1.5, "_private": 1, "__builtins__": {}}
-    result = inspect_globals.tool.invoke(None, context={"globals_dict": namespace})
+    result = invoke_tool(inspect_globals, None, context={"globals_dict": namespace}).unwrap()
     assert result == "visible: float"
     assert "_private" not in result
     assert "__builtins__" not in result
@@ -105,7 +106,7 @@ def test_tool_def_030_inspect_globals_skips_underscore_names():
 
 def test_tool_def_030_inspect_globals_with_no_visible_names_says_so():
     assert (
-        inspect_globals.tool.invoke(None, context={"globals_dict": {"_x": 1}})
+        invoke_tool(inspect_globals, None, context={"globals_dict": {"_x": 1}}).unwrap()
         == "No variables are available."
     )
-    assert inspect_globals.tool.invoke() == "No variables are available."
+    assert invoke_tool(inspect_globals).unwrap() == "No variables are available."

@@ -9,6 +9,7 @@ import pytest
 
 from llamabot.toolkits.calculator import EXPRESSION_TOOLS, calculate, power
 from llamabot.toolkits.expression import MAX_LENGTH, ExpressionError, calculate_expression
+from llamabot.tools.call import invoke_tool
 from llamabot.tools.tool import as_tool
 
 
@@ -87,9 +88,9 @@ def test_tool_expr_040_the_calculate_tool_and_a_bounded_power_tool():
     tool = as_tool(calculate)
     assert EXPRESSION_TOOLS == (calculate,)
     assert tool.json_schema["function"]["parameters"]["required"] == ["expression"]
-    assert tool.invoke({"expression": "(15 + 7) * 3"}) == 66
+    assert invoke_tool(tool, {"expression": "(15 + 7) * 3"}).unwrap() == 66
     with pytest.raises(ValueError, match="division by zero"):
-        tool.invoke({"expression": "1 / (2 - 2)"})
+        invoke_tool(tool, {"expression": "1 / (2 - 2)"}).unwrap()
     with pytest.raises(ValueError, match="too large"):
-        as_tool(power).invoke({"base": 9, "exponent": 10**9})
-    assert as_tool(power).invoke({"base": 2, "exponent": 10}) == 1024
+        invoke_tool(power, {"base": 9, "exponent": 10**9}).unwrap()
+    assert invoke_tool(power, {"base": 2, "exponent": 10}).unwrap() == 1024

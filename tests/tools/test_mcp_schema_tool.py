@@ -1,4 +1,4 @@
-"""Schema-first tools (TLS-MCP-2x0): ``Tool.from_schema`` takes a JSON schema as given and checks arguments
+"""Schema-first tools (TLS-MCP-2x0): ``schema_tool`` takes a JSON schema as given and checks arguments
 against it with jsonschema; the tool runs through the one tool-call logic, sync and async."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from llamabot import AgentBot, ScriptedModel
 from llamabot.errors import ToolArgumentsError, ToolDefinitionError
 from llamabot.models.scripted import tool_call
-from llamabot.tools import Tool
+from llamabot.tools import Tool, schema_tool
 from llamabot.tools.call import ainvoke_tool, invoke_tool
 
 ORDER = {
@@ -44,7 +44,7 @@ async def atotal(**arguments):
 
 
 def order_tool(**options) -> Tool:
-    return Tool.from_schema("place_order", "Place an order.", ORDER, **options)
+    return schema_tool("place_order", "Place an order.", ORDER, **options)
 
 
 def test_tls_mcp_210_the_schema_is_what_the_model_sees_as_given():
@@ -113,7 +113,7 @@ def test_tls_mcp_230_timeouts_and_retries_apply_as_to_any_tool():
             raise ConnectionError("try again")
         return "ok"
 
-    tool = Tool.from_schema("flaky", "Flaky.", {"type": "object", "properties": {}}, func=flaky, retries=2)
+    tool = schema_tool("flaky", "Flaky.", {"type": "object", "properties": {}}, func=flaky, retries=2)
     outcome = invoke_tool(tool, {})
     assert outcome.value == "ok" and outcome.attempts == 3
 
@@ -158,4 +158,4 @@ def test_tls_mcp_240_a_schema_or_function_that_cannot_make_a_tool_is_a_typed_err
     name, parameters, options, problem
 ):
     with pytest.raises(ToolDefinitionError, match=problem.replace("(", r"\(").replace(")", r"\)")):
-        Tool.from_schema(name, "d", parameters, **options)
+        schema_tool(name, "d", parameters, **options)

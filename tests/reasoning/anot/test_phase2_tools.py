@@ -11,6 +11,7 @@ from llamabot.models.scripted import text, tool_call
 from llamabot.reasoning.anot import ANoTBot, AsyncANoTBot
 from llamabot.reasoning.anot.script import LWTScript
 from llamabot.reasoning.anot.tools import PHASE2_KEY, PHASE2_TOOLS, Phase2Context, done, lwt_insert
+from llamabot.tools.call import invoke_tool
 
 from .helpers import ITEMS, STRATEGY, phase, scripted_phase2
 
@@ -166,9 +167,9 @@ async def test_anot_p2_100_concurrent_runs_never_share_a_script():
 
 def test_anot_p2_110_tools_need_their_per_run_context():
     with pytest.raises(RuntimeError, match="Phase2Context"):
-        done.tool.invoke({}, {"globals_dict": {}})
+        invoke_tool(done, {}, {"globals_dict": {}}).unwrap()
     context = Phase2Context(LWTScript([], ITEMS), ITEMS)
-    assert lwt_insert.tool.invoke({"idx": 1, "step": "(a)=LLM('x')"}, {"globals_dict": {PHASE2_KEY: context}}).startswith("inserted (a)")
+    assert invoke_tool(lwt_insert, {"idx": 1, "step": "(a)=LLM('x')"}, {"globals_dict": {PHASE2_KEY: context}}).unwrap().startswith("inserted (a)")
     assert [t.tool.name for t in PHASE2_TOOLS] == ["lwt_list", "lwt_insert", "lwt_set", "read", "done"]
 
 
