@@ -4,7 +4,9 @@ LiteLLM's ``openai/`` provider with ``api_base``, exactly as a user reaches vLLM
 calls, streaming, usage, 20 concurrent runs, an AoT plan, durable runs, and a server that dies mid-run.
 
 The server runs one request at a time on one llama.cpp thread; the questions are trivially easy (see
-``tests/fixtures/oai/bots.py``). When a test fails, the server's log lines of that test are printed after it.
+``tests/fixtures/oai/bots.py``). When a test fails, the server's log lines of that test are printed after it. The
+order saves prompt evaluations (the server keeps the KV cache of its last prompt): the agent's tests run together,
+and the tests that kill the server come last.
 """
 
 from __future__ import annotations
@@ -91,30 +93,30 @@ def test_mdl_oai_020_usage_is_the_servers_count_and_the_run_total_adds_up(live, 
         2, sum(u.prompt_tokens for u in counted), sum(u.completion_tokens for u in counted))
 
 
-# -- MDL-OAI-030: concurrent async runs -----------------------------------------------------------------------
+# -- MDL-OAI-030: streaming -----------------------------------------------------------------------------------
 
 
 @local
-async def test_mdl_oai_030_twenty_concurrent_async_runs_each_get_their_own_answer(live):
-    bot = AsyncAgentBot(model=MODEL, model_settings=settings(live.url, max_tokens=24), max_iterations=1)
-    before = live.chat_requests()
-    numbers = range(101, 121)
-    answers = await asyncio.gather(*(bot.arun(f"Call respond_to_user with the number {n}.") for n in numbers))
-    assert [str(n) in str(answer) for n, answer in zip(numbers, answers, strict=True)] == [True] * 20, answers
-    assert live.chat_requests() - before >= 20
-
-
-# -- MDL-OAI-040: streaming -----------------------------------------------------------------------------------
-
-
-@local
-async def test_mdl_oai_040_astream_yields_the_answer_token_by_token_as_the_server_streams_it(live):
+async def test_mdl_oai_030_astream_yields_the_answer_token_by_token_as_the_server_streams_it(live):
     events = [event async for event in agent(live.url).astream(QUESTION)]
     pieces = [e.data["delta"] for e in events if e.kind == "token" and e.data["answer"]]
     answer = events[-1].data["result"]
     assert WORD in answer
     assert len(pieces) > 1 and "".join(pieces) == answer  # written piece by piece, not delivered whole
     assert events[-1].data["usage"]["input_tokens"] > 0 and events[-1].data["usage"]["output_tokens"] > 0
+
+
+# -- MDL-OAI-040: concurrent async runs -----------------------------------------------------------------------
+
+
+@local
+async def test_mdl_oai_040_twenty_concurrent_async_runs_each_get_their_own_answer(live):
+    bot = AsyncAgentBot(model=MODEL, model_settings=settings(live.url, max_tokens=24), max_iterations=1)
+    before = live.chat_requests()
+    numbers = range(101, 121)
+    answers = await asyncio.gather(*(bot.arun(f"Call respond_to_user with the number {n}.") for n in numbers))
+    assert [str(n) in str(answer) for n, answer in zip(numbers, answers, strict=True)] == [True] * 20, answers
+    assert live.chat_requests() - before >= 20
 
 
 # -- MDL-OAI-050: AoT -----------------------------------------------------------------------------------------
@@ -127,40 +129,11 @@ def test_mdl_oai_050_an_aot_plan_comes_back_as_json_schema_output_and_runs(live)
     assert result.answer == 42
 
 
-# -- MDL-OAI-060: the server dies -----------------------------------------------------------------------------
+# -- MDL-OAI-060: a durable run survives its server ------------------------------------------------------
 
 
 @local
-async def test_mdl_oai_060_a_server_killed_mid_stream_is_a_model_call_error_naming_the_server(live):
-    events = []
-    with pytest.raises(ModelCallError) as info:
-        async for event in agent(live.url, max_retries=0).astream(QUESTION):
-            events.append(event)
-            if event.kind == "token":
-                live.kill()  # mid-response: the server has begun streaming
-    assert str(info.value).startswith(f"{MODEL} ({live.url}): the model call failed: ")
-    assert "Connection error" in str(info.value) and events[-1].kind == "error"
-
-
-@local
-def test_mdl_oai_060_a_dead_server_is_a_model_call_error_naming_the_server(live):
-    live.kill()
-    with pytest.raises(ModelCallError, match="Connection error") as info:
-        agent(live.url, max_retries=0).run_sync(QUESTION)  # no retries: fail at once
-    assert str(info.value).startswith(f"{MODEL} ({live.url}): the model call failed: ")
-
-
-def test_mdl_oai_060_the_server_named_in_an_error_leaves_out_credentials():
-    settings = {"api_base": "https://user:secret@llm.example.com:8443/v1?key=secret#x"}
-    assert model_and_server("openai/m", settings) == "openai/m (https://llm.example.com:8443/v1)"
-    assert model_and_server("openai/m", {}) == "openai/m"
-
-
-# -- MDL-OAI-070: a durable run survives the server --------------------------------------------------------
-
-
-@local
-def test_mdl_oai_070_a_durable_run_loses_nothing_when_the_server_dies_and_completes_once_it_is_back(
+def test_mdl_oai_060_a_durable_run_loses_nothing_when_the_server_dies_and_completes_once_it_is_back(
         live, tmp_path):
     """A durable run through the server (SQLite): the server is killed after the run's tool call; the run waits
     in its model call (the client retries) and its process is killed too; the server restarts, the process
@@ -190,3 +163,32 @@ def test_mdl_oai_070_a_durable_run_loses_nothing_when_the_server_dies_and_comple
     assert effects.read_text() == "secret_word\n"  # the completed tool call was not run again
     assert live.chat_requests() - sent == 1  # the completed first decision was not sent again
     assert show_run("oai-crash", db).status == "SUCCESS"
+
+
+# -- MDL-OAI-070: the server dies -----------------------------------------------------------------------------
+
+
+@local
+async def test_mdl_oai_070_a_server_killed_mid_stream_is_a_model_call_error_naming_the_server(live):
+    events = []
+    with pytest.raises(ModelCallError) as info:
+        async for event in agent(live.url, max_retries=0).astream(QUESTION):
+            events.append(event)
+            if event.kind == "token":
+                live.kill()  # mid-response: the server has begun streaming
+    assert str(info.value).startswith(f"{MODEL} ({live.url}): the model call failed: ")
+    assert "Connection error" in str(info.value) and events[-1].kind == "error"
+
+
+@local
+def test_mdl_oai_070_a_dead_server_is_a_model_call_error_naming_the_server(server):
+    server.kill()  # dead already when the test before it passed
+    with pytest.raises(ModelCallError, match="Connection error") as info:
+        agent(server.url, max_retries=0).run_sync(QUESTION)  # no retries: fail at once
+    assert str(info.value).startswith(f"{MODEL} ({server.url}): the model call failed: ")
+
+
+def test_mdl_oai_070_the_server_named_in_an_error_leaves_out_credentials():
+    settings = {"api_base": "https://user:secret@llm.example.com:8443/v1?key=secret#x"}
+    assert model_and_server("openai/m", settings) == "openai/m (https://llm.example.com:8443/v1)"
+    assert model_and_server("openai/m", {}) == "openai/m"
