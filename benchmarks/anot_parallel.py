@@ -38,12 +38,11 @@ from typing import Any
 
 from llamabot import ScriptedModel
 from llamabot.evals.anot import CoTBot, load_dataset
-from llamabot.evals.anot.cot import render_items_budgeted
+from llamabot.evals.anot.cot import COT_SYSTEM, COT_USER, render_items_budgeted
 from llamabot.evals.anot.data import Dataset, Request, parse_attribute, select_candidates
 from llamabot.models.reply import ModelRequest
 from llamabot.models.scripted import json_reply, text, tool_call
 from llamabot.reasoning.anot import ANoTBot, AsyncANoTBot
-from llamabot.reasoning.anot.prompts import COT_SYSTEM, COT_USER
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "philly_cafes_dev"
