@@ -101,7 +101,10 @@ def chromium_path() -> str:
     return found
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: while Playwright's sync API is open it keeps an event loop running in this thread,
+# and every later test that runs one of its own (asyncio.run) would fail with "Cannot run the event loop while
+# another loop is running".
+@pytest.fixture(scope="module")
 def browser():
     try:
         from playwright.sync_api import sync_playwright
