@@ -58,7 +58,8 @@ def throughput(model_name: str, tokens: int, reps: int) -> dict[str, float]:
     from llamabot.models.local_model import local_alias
     from llamabot.models.local_runtime import loaded_model
     from llamabot.models.reply import ModelRequest
-    from llamabot.models.seam import call_model, get_model
+    from llamabot.models.resolve import get_model
+    from llamabot.models.seam import call_model
 
     model = get_model(model_name)
     loaded = loaded_model(local_alias(model_name))
@@ -148,7 +149,8 @@ def tot_replays(model_name: str, quick: bool) -> dict[str, float]:
     from llamabot.models.local_model import local_alias
     from llamabot.models.local_prefix_cache import MemoryPrefixCache
     from llamabot.models.local_runtime import loaded_model
-    from llamabot.models.seam import call_model, get_model
+    from llamabot.models.resolve import get_model
+    from llamabot.models.seam import call_model
     from llamabot.reasoning.tot.graph import ToTBot
 
     loaded = loaded_model(local_alias(model_name))

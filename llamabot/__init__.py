@@ -41,8 +41,8 @@ _EXPORTS: dict[str, str] = {
     "RunUsage": "llamabot.observe.usage",
     "UsageLimits": "llamabot.observe.usage",
     "UsageLimitExceeded": "llamabot.observe.usage",
-    "get_model": "llamabot.models.seam",
-    "default_model_name": "llamabot.models.seam",
+    "get_model": "llamabot.models.resolve",
+    "default_model_name": "llamabot.models.resolve",
     "ModelSettings": "llamabot.models.settings",
     "ApprovalRequest": "llamabot.tools.approval",
     "Decision": "llamabot.tools.approval",
@@ -90,8 +90,8 @@ if TYPE_CHECKING:
     from llamabot.bot.structuredbot import AsyncStructuredBot, StructuredBot
     from llamabot.bot.toolbot import AsyncToolBot, ToolBot
     from llamabot.graph.mermaid import to_mermaid
+    from llamabot.models.resolve import default_model_name, get_model
     from llamabot.models.scripted import ScriptedModel
-    from llamabot.models.seam import default_model_name, get_model
     from llamabot.models.settings import ModelSettings
     from llamabot.observe.events import RunEvent
     from llamabot.observe.hooks import RunHooks

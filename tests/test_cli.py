@@ -33,10 +33,10 @@ def test_cli_030_pulling_an_unknown_model_fails_clearly():
 
 
 def test_cli_040_chat_without_any_model_explains_how_to_set_one(monkeypatch):
-    from llamabot.models import seam
+    from llamabot.models import resolve
 
     monkeypatch.delenv("LLAMABOT_MODEL", raising=False)
-    monkeypatch.setattr(seam, "local_runtime_installed", lambda: False)
+    monkeypatch.setattr(resolve, "local_runtime_installed", lambda: False)
     result = runner.invoke(app, ["chat", "hello"])
     assert result.exit_code == 1
     assert "LLAMABOT_MODEL" in result.output

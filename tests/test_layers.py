@@ -107,3 +107,45 @@ def test_agt_layer_050_the_graph_engine_imports_no_models_tools_bots_or_agents()
         for line, module, _ in imports(path):
             assert package_of(module) in {"graph", "errors", "lazy", "observe"}, (
                 f"{path.relative_to(ROOT)}:{line} imports {module}: the engine knows nothing of what runs on it")
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """The llamabot modules ``path`` imports when it runs (``if TYPE_CHECKING:`` blocks left out), imports inside
+    functions included: a circle held together by imports inside functions is still a circle."""
+    tree = ast.parse(path.read_text())
+    skipped = {id(sub) for node in ast.walk(tree)
+               if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING" for sub in ast.walk(node)}
+    known = {module_name(p) for p in SOURCES}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("llamabot"):
+            found.update(t for t in (node.module, *(f"{node.module}.{a.name}" for a in node.names)) if t in known)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in known)
+    here = module_name(path)
+    return {m for m in found if m != here and not here.startswith(m + ".")}  # a package's own __init__ is not a circle
+
+
+def test_agt_layer_060_no_module_imports_itself_through_others():
+    edges = {module_name(p): runtime_imports(p) for p in SOURCES}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = 1
+        path.append(module)
+        for target in sorted(edges.get(module, ())):
+            if state.get(target) == 1:
+                return path[path.index(target):] + [target]
+            if target not in state and (circle := visit(target)) is not None:
+                return circle
+        path.pop()
+        state[module] = 2
+        return None
+
+    for module in sorted(edges):
+        if module not in state:
+            circle = visit(module)
+            assert circle is None, "import circle: " + " -> ".join(circle)

@@ -21,8 +21,9 @@ from llamabot.agents.nodes import DecideNode, FuncNode
 from llamabot.agents.parallel_calls import ParallelCalls
 from llamabot.bot.options import bot_settings, check_shared, not_a_model, strict_options
 from llamabot.bot.toolbot import ToolBot
+from llamabot.models.base import ChatModel
 from llamabot.models.messages import Message
-from llamabot.models.seam import ChatModel, get_model
+from llamabot.models.resolve import get_model
 from llamabot.models.settings import ModelSettings
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.usage import UsageLimits

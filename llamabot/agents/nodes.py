@@ -32,7 +32,7 @@ from llamabot.bot.toolbot import ToolBot, ToolBotReply
 from llamabot.errors import LlamabotError, StructuredOutputError, excerpt
 from llamabot.graph.flow import DualNode, node_label
 from llamabot.models.messages import Message, tool_result, user
-from llamabot.models.seam import model_family
+from llamabot.models.resolve import model_family
 from llamabot.observe.tracing import active_run, current_run, current_span
 from llamabot.tools.call import ToolOutcome, ainvoke_tool, invoke_tool, shown
 from llamabot.tools.context import APPROVAL, CALL_ID, DEPS

@@ -7,10 +7,11 @@ from typing import Any
 
 from llamabot.bot.options import bot_settings, check_shared, strict_options
 from llamabot.errors import ModelCallError
+from llamabot.models.base import ChatModel, TokenCallback
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import AIMessage, system, to_messages
 from llamabot.models.reply import ModelRequest
-from llamabot.models.seam import ChatModel, TokenCallback, get_model
+from llamabot.models.resolve import get_model
 from llamabot.models.settings import ModelSettings
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, run

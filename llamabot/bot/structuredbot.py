@@ -15,9 +15,9 @@ from pydantic import BaseModel, ValidationError
 from llamabot.bot.options import not_a_model, strict_options
 from llamabot.bot.simplebot import AsyncSimpleBot, SimpleBot
 from llamabot.errors import StructuredOutputError
+from llamabot.models.base import ChatModel, TokenCallback
 from llamabot.models.exchange import Exchange
 from llamabot.models.messages import assistant, to_messages, user
-from llamabot.models.seam import ChatModel, TokenCallback
 from llamabot.models.settings import ModelSettings
 from llamabot.models.text_fences import fenced_blocks
 from llamabot.observe.hooks import RunHooks

@@ -20,10 +20,11 @@ from typing import Any
 
 from llamabot.bot.options import bot_settings, check_shared, strict_options
 from llamabot.errors import ToolArgumentsError
+from llamabot.models.base import ChatModel
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import Message, assistant, system, to_messages
 from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
-from llamabot.models.seam import ChatModel, get_model, model_family
+from llamabot.models.resolve import get_model, model_family
 from llamabot.models.settings import ModelSettings
 from llamabot.models.tool_call_text import extract_tool_calls
 from llamabot.observe.hooks import RunHooks

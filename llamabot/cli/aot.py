@@ -139,7 +139,7 @@ def eval_aot(
         summarise,
     )
     from llamabot.evals.report_file import write_report
-    from llamabot.models.seam import get_model
+    from llamabot.models.resolve import get_model
 
     try:
         problems = load_problems(dataset, path)[:limit]

@@ -39,9 +39,9 @@ from llamabot.durable.drain import DRAIN
 from llamabot.durable.errors import NotStorableError, ToolRejectedError
 from llamabot.durable.serializer import SERIALIZER
 from llamabot.errors import ToolArgumentsError
+from llamabot.models.base import ChatModel, TokenCallback
 from llamabot.models.exchange import acarry_out, carry_out, using_steps
 from llamabot.models.reply import ModelRequest
-from llamabot.models.seam import ChatModel, TokenCallback
 from llamabot.tools.call import Sleep, ToolAttempt
 
 

@@ -29,7 +29,8 @@ from llamabot.evals.game24.prompts import (
 )
 from llamabot.evals.game24.steps import extract_answer, is_solution_path
 from llamabot.evals.provenance import ResumeError, check_resumable, provenance, provenance_differences
-from llamabot.models.seam import ChatModel, get_model
+from llamabot.models.base import ChatModel
+from llamabot.models.resolve import get_model
 from llamabot.reasoning.tot.machine import path_texts
 
 METHODS = ("io", "cot", "tot")

@@ -23,8 +23,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar
 
+from llamabot.models.base import ChatModel, TokenCallback
 from llamabot.models.reply import ModelRequest
-from llamabot.models.seam import ChatModel, TokenCallback, acall_model, call_model
+from llamabot.models.seam import acall_model, call_model
 
 T = TypeVar("T")
 

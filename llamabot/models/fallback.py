@@ -36,9 +36,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from llamabot.errors import ModelCallError
+from llamabot.models.base import ChatModel, TokenCallback
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange, using_steps
 from llamabot.models.reply import FailedAttempt, Fallback, ModelReply, ModelRequest
-from llamabot.models.seam import ChatModel, TokenCallback, get_model
 
 #: HTTP statuses after which the next model is tried (and every 5xx).
 FALLBACK_STATUSES = frozenset({401, 403, 408, 429})
@@ -104,42 +104,6 @@ def failed_attempt(model: str, error: BaseException) -> FailedAttempt:
     return FailedAttempt(model, f"{type(shown).__name__}: {detail}", _status(shown))
 
 
-def chain_of(models: Any) -> tuple[ChatModel, ...]:
-    """The chat models of ``models`` (a list of model strings and chat models), checked and resolved; a
-    :class:`FallbackModel` among them adds its own models. ``ValueError`` for no model or an empty name,
-    ``TypeError`` for anything else that is not a model, naming its place in the list."""
-    if isinstance(models, (str, bytes)) or not isinstance(models, Iterable):
-        raise TypeError(f"a fallback chain is a list of models, got {type(models).__name__}")
-    chain: list[ChatModel] = []
-    for index, item in enumerate(models):
-        where = f"model=[...] item {index}"
-        if isinstance(item, FallbackModel):
-            chain.extend(item.models)
-            continue
-        if isinstance(item, str):
-            if not item.strip():
-                raise ValueError(f"{where} is an empty model name; name every model of the chain")
-        elif isinstance(item, (list, tuple)):
-            raise TypeError(f"{where} is a {type(item).__name__}: fallback chains do not nest; list every model "
-                            "once, in the order to try them")
-        elif isinstance(item, dict):
-            raise TypeError(f"{where} is a dict; settings of one model go on its object, e.g. "
-                            "LiteLLMModel('anthropic/...', api_key=...), and model_settings= apply to every model")
-        elif not isinstance(item, ChatModel):
-            raise TypeError(f"{where} is {type(item).__name__}, not a model: give a LiteLLM model string "
-                            "('gpt-4.1-mini', 'local/qwen2.5-coder-1.5b') or a chat model object")
-        chain.append(get_model(item))
-    if not chain:
-        raise ValueError("model=[] names no model; give at least one (the first model, then its fallbacks)")
-    return tuple(chain)
-
-
-def fallback_chain(models: Any) -> ChatModel:
-    """What ``model=[...]`` means: a :class:`FallbackModel` of the models, or the one model of a list of one."""
-    chain = chain_of(models)
-    return chain[0] if len(chain) == 1 else FallbackModel(chain)
-
-
 class _FirstPiece:
     """A model's ``on_token`` that remembers whether any piece has gone on to the caller."""
 
@@ -181,16 +145,17 @@ class FallbackModel:
     ``fallback_on`` accepts (default :func:`falls_back`; see the module). ``name`` is the first model's name (the
     one a bot is said to run on); a reply from another carries :class:`~llamabot.models.reply.Fallback`.
 
-    ``models``: model strings and chat models (at least one; a :class:`FallbackModel` among them adds its models).
+    ``models``: chat models (at least one; a :class:`FallbackModel` among them adds its models); model strings are
+    resolved by ``get_model([...])`` (what ``model=[...]`` on a bot does), not here.
     The bot's ``model_settings`` reach every model of the chain; settings that differ per model go on the model
     objects, e.g. ``LiteLLMModel("anthropic/...", api_key=...)`` (a model's own settings yield to the bot's).
     """
 
-    def __init__(self, models: Iterable[str | ChatModel], *,
+    def __init__(self, models: Iterable[ChatModel], *,
                  fallback_on: Callable[[BaseException], bool] = falls_back):
         if not callable(fallback_on):
             raise TypeError(f"fallback_on must be a function of the error, got {type(fallback_on).__name__}")
-        self.models = chain_of(models)
+        self.models = _members(models)
         self.fallback_on = fallback_on
         self.name = self.models[0].name
 
@@ -245,5 +210,23 @@ def _tell_tried(error: Exception, failed: tuple[FailedAttempt, ...]) -> None:
             pass
 
 
-__all__ = ["FALLBACK_STATUSES", "FallbackModel", "ModelFallbackError", "chain_of", "failed_attempt",
-           "fallback_chain", "falls_back"]
+def _members(models: Iterable[ChatModel]) -> tuple[ChatModel, ...]:
+    """The chain's chat models, a FallbackModel among them flattened into its own; ``TypeError`` for what is not a
+    chat model (a model string: resolve the list with ``get_model``), ``ValueError`` for none."""
+    if isinstance(models, (str, bytes)) or not isinstance(models, Iterable):
+        raise TypeError(f"a fallback chain is a list of chat models, got {type(models).__name__}")
+    chain: list[ChatModel] = []
+    for index, item in enumerate(models):
+        if isinstance(item, FallbackModel):
+            chain.extend(item.models)
+        elif isinstance(item, ChatModel):
+            chain.append(item)
+        else:
+            raise TypeError(f"FallbackModel item {index} is {type(item).__name__}, not a chat model; for model "
+                            "strings use get_model([...]) or model=[...] on a bot")
+    if not chain:
+        raise ValueError("a fallback chain needs at least one model")
+    return tuple(chain)
+
+
+__all__ = ["FALLBACK_STATUSES", "FallbackModel", "ModelFallbackError", "failed_attempt", "falls_back"]

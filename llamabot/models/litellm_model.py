@@ -14,14 +14,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from llamabot.errors import LlamabotError, ModelCallError
+from llamabot.models.base import StringModel, TokenCallback, provider_errors
 from llamabot.models.registry import LOCAL_MODELS, LOCAL_PREFIX
 from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
-from llamabot.models.seam import StringModel, TokenCallback
 from llamabot.observe.hooks import ToolCallDelta
 
 _setup_lock = threading.Lock()
@@ -139,10 +137,6 @@ async def _anext_chunk(model: str, stream: AsyncIterator[Any]) -> Any:
         return await anext(stream, _END)
 
 
-#: The most characters of a provider's error message quoted in a ModelCallError.
-ERROR_CHARS = 500
-
-
 def model_and_server(model: str, kwargs: dict[str, Any]) -> str:
     """``model``, with the server a call goes to when it names one (``api_base``; any user and password in the
     URL left out), so that an error says which server failed: ``openai/qwen (http://127.0.0.1:8000/v1)``."""
@@ -151,21 +145,6 @@ def model_and_server(model: str, kwargs: dict[str, Any]) -> str:
         return model
     parts = urlsplit(str(base))
     return f"{model} ({urlunsplit(parts._replace(netloc=parts.netloc.rpartition('@')[2], query='', fragment=''))})"
-
-
-@contextmanager
-def provider_errors(model: str) -> Iterator[None]:
-    """Turn an ``Exception`` raised inside into :class:`ModelCallError` naming ``model`` (the original as
-    ``__cause__``); llamabot's own errors and base exceptions (cancellation) pass through."""
-    try:
-        yield
-    except LlamabotError:
-        raise
-    except Exception as exc:
-        detail = str(exc)
-        if len(detail) > ERROR_CHARS:
-            detail = f"{detail[:ERROR_CHARS]}... ({len(detail)} chars)"
-        raise ModelCallError(f"{model}: the model call failed: {type(exc).__name__}: {detail}") from exc
 
 
 def _emit(chunk: Any, on_token: TokenCallback) -> None:

@@ -16,12 +16,11 @@ from __future__ import annotations
 import time
 import uuid
 
-from llamabot.models.litellm_model import provider_errors
+from llamabot.models.base import StringModel, TokenCallback, provider_errors
 from llamabot.models.local_engine import Generation, GenerationRun, LocalEngine, adrive, drive
 from llamabot.models.local_runtime import loaded_model
 from llamabot.models.registry import LOCAL_PREFIX
 from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
-from llamabot.models.seam import StringModel, TokenCallback
 
 
 def local_alias(model: str) -> str:

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any, Union
 
 from llamabot.errors import ScriptedModelExhausted
+from llamabot.models.base import TokenCallback
 from llamabot.models.messages import check_tool_call_answers
 from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
-from llamabot.models.seam import TokenCallback
 from llamabot.observe.hooks import ToolCallDelta
 
 Responder = Callable[[ModelRequest], Any]

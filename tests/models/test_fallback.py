@@ -20,8 +20,9 @@ from llamabot.graph.codec import decode_state, encode_state
 from llamabot.models.fallback import FallbackModel, ModelFallbackError, falls_back
 from llamabot.models.litellm_model import LiteLLMModel, ensure_litellm
 from llamabot.models.reply import FailedAttempt, Fallback, ModelReply, ModelRequest, Usage
+from llamabot.models.resolve import get_model, model_family
 from llamabot.models.scripted import ScriptedModel, json_reply, text, tool_call
-from llamabot.models.seam import acall_model, call_model, get_model, model_family
+from llamabot.models.seam import acall_model, call_model
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, capture
 from llamabot.reasoning.anot import ANoTBot

@@ -15,7 +15,8 @@ from llamabot.models.local_engine import Generation, adrive, drive
 from llamabot.models.local_model import LocalModel
 from llamabot.models.local_runtime import LocalSettings, LocalSettingsError
 from llamabot.models.reply import ModelRequest
-from llamabot.models.seam import acall_model, call_model, get_model, model_family
+from llamabot.models.resolve import get_model, model_family
+from llamabot.models.seam import acall_model, call_model
 
 REQUEST = ModelRequest(model="local/x", messages=[{"role": "user", "content": "hi"}])
 

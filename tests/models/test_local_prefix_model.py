@@ -15,7 +15,8 @@ from llamabot.models.local_engine import LocalEngine, drive
 from llamabot.models.local_prefix_cache import DiskPrefixCache, MemoryPrefixCache, PrefixState
 from llamabot.models.local_runtime import loaded_model
 from llamabot.models.reply import ModelRequest
-from llamabot.models.seam import acall_model, get_model
+from llamabot.models.resolve import get_model
+from llamabot.models.seam import acall_model
 
 pytestmark = pytest.mark.local_model
 

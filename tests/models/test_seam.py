@@ -9,11 +9,12 @@ import textwrap
 import pytest
 
 from llamabot.errors import ModelNotConfiguredError
-from llamabot.models import registry, seam
+from llamabot.models import registry, resolve
 from llamabot.models.litellm_model import LiteLLMModel
 from llamabot.models.reply import ModelRequest
+from llamabot.models.resolve import default_model_name, get_model, model_family
 from llamabot.models.scripted import ScriptedModel
-from llamabot.models.seam import call_model, default_model_name, get_model, model_family
+from llamabot.models.seam import call_model
 from llamabot.observe.tracing import capture
 
 
@@ -33,14 +34,14 @@ def test_mdl_seam_020_explicit_name_wins_over_environment(monkeypatch):
 
 def test_mdl_seam_020_embedded_default_when_installed(monkeypatch):
     monkeypatch.delenv("LLAMABOT_MODEL", raising=False)
-    monkeypatch.setattr(seam, "local_runtime_installed", lambda: True)
-    monkeypatch.setattr(seam, "parts_installed", lambda spec: True)
+    monkeypatch.setattr(resolve, "local_runtime_installed", lambda: True)
+    monkeypatch.setattr(resolve, "parts_installed", lambda spec: True)
     assert default_model_name() == registry.DEFAULT_LOCAL_MODEL
 
 
 def test_mdl_seam_020_no_model_anywhere_raises_with_instructions(monkeypatch):
     monkeypatch.delenv("LLAMABOT_MODEL", raising=False)
-    monkeypatch.setattr(seam, "local_runtime_installed", lambda: False)
+    monkeypatch.setattr(resolve, "local_runtime_installed", lambda: False)
     with pytest.raises(ModelNotConfiguredError, match="LLAMABOT_MODEL") as info:
         get_model(None)
     assert "llamabot[local]" in str(info.value) and "model_name" in str(info.value)

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llamabot.bot.options import bot_settings, positional_model, strict_options
+from llamabot.models.base import ChatModel
 from llamabot.models.exchange import arun_exchange, run_exchange
-from llamabot.models.seam import ChatModel, get_model
+from llamabot.models.resolve import get_model
 from llamabot.observe.tracing import Span, Trace, run, span
 from llamabot.reasoning.anot.debug import FULL, SUMMARY, DebugLog
 from llamabot.reasoning.anot.executor import prompt_exchange

@@ -17,7 +17,7 @@ from typing import Any
 from llamabot.evals.anot.data import Dataset, Request, select_candidates
 from llamabot.evals.anot.metrics import KS, hits_at, reciprocal_rank, summarize
 from llamabot.evals.provenance import provenance
-from llamabot.models.seam import ChatModel
+from llamabot.models.base import ChatModel
 from llamabot.reasoning.anot.debug import DebugLog
 
 METHODS = ("anot", "cot")

@@ -24,7 +24,8 @@ from llamabot.bot.structuredbot import StructuredBot
 from llamabot.bot.toolbot import ToolBot
 from llamabot.graph.flow import AsyncFlow, Flow
 from llamabot.graph.mermaid import MermaidDiagram, to_mermaid
-from llamabot.models.seam import ChatModel, get_model
+from llamabot.models.base import ChatModel
+from llamabot.models.resolve import get_model
 from llamabot.models.settings import ModelSettings
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, close_span, current_run, current_span

@@ -18,10 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from llamabot.models.base import ChatModel
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange, step_runner
 from llamabot.models.messages import system, user
 from llamabot.models.reply import ModelRequest
-from llamabot.models.seam import ChatModel
 from llamabot.observe.tracing import span
 from llamabot.reasoning.anot.lwt import LWTStep
 from llamabot.reasoning.anot.prompts import STEP_SYSTEM

@@ -37,8 +37,8 @@ from llamabot.agents.nodes import DecideNode, FuncNode, ToolStep
 from llamabot.bot.structuredbot import StructuredBot
 from llamabot.errors import StructuredOutputError
 from llamabot.graph.flow import DualNode
+from llamabot.models.base import ChatModel
 from llamabot.models.exchange import arun_exchange, run_exchange
-from llamabot.models.seam import ChatModel
 from llamabot.observe.tracing import Span, close_span, current_run, current_span, open_span, span
 from llamabot.reasoning.anot.draft import draft_lwt, fallback_lwt
 from llamabot.reasoning.anot.executor import DEFAULT_CONCURRENCY, StepCall, arun_layer, fill_layer, run_layer

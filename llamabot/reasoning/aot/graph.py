@@ -25,7 +25,8 @@ from typing import Any
 
 from llamabot.agents.graphbot import AwaitedCall, GraphBot
 from llamabot.bot.options import bot_settings, not_a_model, strict_options
-from llamabot.models.seam import ChatModel, get_model
+from llamabot.models.base import ChatModel
+from llamabot.models.resolve import get_model
 from llamabot.models.settings import ModelSettings
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, current_run

@@ -21,10 +21,10 @@ from loguru import logger
 from pydantic import ValidationError
 
 from llamabot.graph.flow import DualNode
+from llamabot.models.base import ChatModel
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import Message, assistant, system, user
 from llamabot.models.reply import ModelRequest
-from llamabot.models.seam import ChatModel
 from llamabot.observe.tracing import current_run, current_span
 from llamabot.reasoning.aot.execute import (
     AtomRecord,

@@ -15,7 +15,8 @@ from typing import Any
 
 from llamabot.agents.graphbot import AwaitedCall, GraphBot
 from llamabot.bot.options import bot_settings, positional_model, strict_options
-from llamabot.models.seam import ChatModel, TokenCallback, get_model
+from llamabot.models.base import ChatModel, TokenCallback
+from llamabot.models.resolve import get_model
 from llamabot.models.settings import ModelSettings
 from llamabot.observe.hooks import CallbackHook, RunHooks
 from llamabot.observe.tracing import Trace

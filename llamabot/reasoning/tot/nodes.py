@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from llamabot.graph.flow import DualNode
+from llamabot.models.base import ChatModel, TokenCallback
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.reply import ModelRequest
-from llamabot.models.seam import ChatModel, TokenCallback
 from llamabot.observe.tracing import current_run
 from llamabot.reasoning.tot.machine import Env, Status, ToTError, update
 from llamabot.reasoning.tot.messages import (
