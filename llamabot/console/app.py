@@ -186,9 +186,9 @@ def create_app(db: str | None = None, *, token: str | None = None) -> FastAPI:
         if problem is not None:
             run = await asyncio.to_thread(reader.run, run_id) or run
             values = await asyncio.to_thread(run_values, run, time.time() * 1000)
-            errors = {"error": problem} if verdict == "cancel" else {"approval_error": problem}
-            return page(request, "run.html", 409, flash=None, **graph_values(run), **{"approval_error": None,
-                        **errors}, **values)
+            graph = await asyncio.to_thread(graph_values, run)
+            shown = {"error": problem, "approval_error": None} if verdict == "cancel" else {"approval_error": problem}
+            return page(request, "run.html", 409, flash=None, **graph, **shown, **values)
         return RedirectResponse(f"/runs/{quote(run_id, safe='')}?decided={verdict}", 303)
 
     @app.post("/runs/{run_id}/approve")
