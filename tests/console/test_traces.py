@@ -133,3 +133,21 @@ def test_con_graph_020_text_that_is_not_llamabot_s_flowchart_is_not_drawn():
     assert draw(None) is None and draw("graph TD\n  A-->B") is None
     drawing = draw('flowchart LR\n    n0["a #quot;b#quot; #91;c#93;"]\n    n0 -->|"go"| n0\n    class n0 start')
     assert drawing.nodes[0].label == 'a "b" [c]' and drawing.edges[0].label == "go"
+
+
+def test_con_trace_080_the_console_reads_a_postgresql_database_too(tmp_path):
+    from tests.console.conftest import ConsoleServer
+    from tests.durable.postgres import postgres_server
+
+    with postgres_server() as url:
+        db = url.rsplit("/", 1)[0] + "/console"
+        Durable("tests.console.bots:make_failing_agent", db=db).run("k5", run_id="pg-lookup")
+        shutdown()
+        server = ConsoleServer(db, tmp_path / "console.log")
+        try:
+            listing = httpx.get(f"{server.url}/runs").text
+            assert 'data-run="pg-lookup"' in listing and "240+60" in listing
+            page = httpx.get(f"{server.url}/runs/pg-lookup").text
+            assert 'class="span cat-tool_call failed' in page and "KeyError" in page
+        finally:
+            server.stop()
