@@ -89,6 +89,10 @@ def create_app(db: str | None = None, *, token: str | None = None) -> FastAPI:
     def home() -> RedirectResponse:
         return RedirectResponse("/runs", 303)
 
+    @app.get("/find")
+    def find(run: str = "") -> RedirectResponse:
+        return RedirectResponse(f"/runs/{quote(run.strip(), safe='')}" if run.strip() else "/runs", 303)
+
     @app.get("/runs")
     def runs_list(request: Request, status: str | None = None, after: str | None = None) -> HTMLResponse:
         if status and status not in FILTERS:

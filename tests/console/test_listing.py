@@ -59,3 +59,10 @@ def test_con_list_040_the_list_page_links_to_the_next_page(console, queued):
     assert 'rel="next"' in first.text
     assert httpx.get(f"{console.url}/runs?status=bogus").status_code == 400
     assert httpx.get(f"{console.url}/runs?after=nonsense").status_code == 400
+
+
+def test_con_list_050_a_run_id_typed_in_the_header_opens_that_run(console, queued):
+    found = httpx.get(f"{console.url}/find", params={"run": " run-007 "})
+    assert found.status_code == 303 and found.headers["location"] == "/runs/run-007"
+    assert httpx.get(f"{console.url}/find", params={"run": "a/b?c"}).headers["location"] == "/runs/a%2Fb%3Fc"
+    assert 'action="/find"' in httpx.get(f"{console.url}/runs").text
