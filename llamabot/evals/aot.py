@@ -116,7 +116,7 @@ def summarise(method: str, attempts: list[Attempt]) -> MethodSummary:
 
 def run_aot(bot: Any, problem: Problem, tolerance: float) -> Attempt:
     """One AoT attempt; validation and execution failures count as wrong answers (and are recorded)."""
-    from llamabot.reasoning.aot.execute import AtomExecutionError
+    from llamabot.reasoning.aot.record import AtomExecutionError
     from llamabot.reasoning.aot.validate import PlanValidationError
 
     started = time.perf_counter()

@@ -29,6 +29,9 @@ STATE_MODULES = ("llamabot.graph", "llamabot.agents", "llamabot.reasoning", "lla
 MOVED_MODULES = {f"llamabot.graph.{name}": f"llamabot.agents.{name}"
                  for name in ("agent_state", "agent_tool", "approval", "decision", "flowbot", "graphbot", "nodes",
                               "parallel_calls")}
+#: ... and classes that moved out of a module that is still there (AoT's records left ``execute`` for ``record``).
+MOVED_CLASSES = {f"llamabot.reasoning.aot.execute:{name}": f"llamabot.reasoning.aot.record:{name}"
+                 for name in ("AtomRecord", "ExecutionRecord", "RetryPolicy", "AtomTools")}
 
 _CLASS_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
@@ -60,7 +63,9 @@ def find_state_class(name: Any) -> type | str:
     if not isinstance(name, str) or not _CLASS_NAME.fullmatch(name):
         return f"{excerpt(name)} is not a class name of the form 'module:Qualname'"
     module, _, qualname = name.partition(":")
-    if module in MOVED_MODULES:
+    if name in MOVED_CLASSES:
+        name = MOVED_CLASSES[name]
+    elif module in MOVED_MODULES:
         name = f"{MOVED_MODULES[module]}:{qualname}"
     if not state_module(name.partition(":")[0]):
         return (f"class {name} may not be restored: only classes of llamabot's state modules {STATE_MODULES}, "

@@ -317,8 +317,9 @@ def test_agt_state_010_an_aot_plan_round_trips_as_the_same_pydantic_classes():
 
 
 def test_agt_state_010_an_aot_execution_record_round_trips_with_int_keyed_atom_records():
-    from llamabot.reasoning.aot.execute import AtomRecord, ExecutionRecord, execute_plan
+    from llamabot.reasoning.aot.execute import execute_plan
     from llamabot.reasoning.aot.plan import Plan
+    from llamabot.reasoning.aot.record import AtomRecord, ExecutionRecord
     from llamabot.toolkits.calculator import CALCULATOR_TOOLS
 
     record = execute_plan(Plan.model_validate(SEED_PLAN), {t.tool.name: t.tool for t in CALCULATOR_TOOLS})

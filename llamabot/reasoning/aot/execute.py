@@ -25,137 +25,35 @@ the index of the next layer; the tools (:class:`AtomTools`) are configuration, n
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import json
 import time
 import weakref
 from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from llamabot.agents.agent_state import PendingCall
 from llamabot.agents.approval import Gate, adecide_call, approval_gate, decide_call
-from llamabot.errors import DependencyCycleError, LlamabotError, ToolArgumentsError
+from llamabot.errors import DependencyCycleError, ToolArgumentsError
 from llamabot.graph.layers import topological_layers
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.observe.tracing import Span, span
-from llamabot.reasoning.aot.plan import Atom, Plan, json_text, references, resolve
+from llamabot.reasoning.aot.compensate import (
+    apply_compensations,
+    arun_compensations,
+    compensation_calls,
+    execution_error,
+    finish,
+    run_compensations,
+)
+from llamabot.reasoning.aot.plan import Atom, Plan, references, resolve
+from llamabot.reasoning.aot.record import (
+    AtomRecord,
+    AtomTools,
+    ExecutionRecord,
+    RetryPolicy,
+)
 from llamabot.tools.approval import ApprovalMissingError
 from llamabot.tools.call import ToolOutcome, tool_call
-from llamabot.tools.retry import Retry
 from llamabot.tools.tool import Tool
-
-AtomStatus = Literal["ok", "failed", "compensated", "not_run"]
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """How often a failing atom is tried again (``retries`` extra attempts, ``backoff_s`` apart).
-    An atom's own ``retries`` field overrides ``retries``. With neither (the default policy and no ``retries``
-    on the atom), the tool's own policy applies (``@tool(retries=...)``), else one attempt."""
-
-    retries: int = 0
-    backoff_s: float = 0.0
-
-    def for_atom(self, atom: Atom) -> Retry | None:
-        """The tool-call retry policy of ``atom`` (``None``: the tool's own)."""
-        if atom.retries is None and self.retries == 0:
-            return None
-        retries = atom.retries if atom.retries is not None else self.retries
-        return Retry(attempts=1 + retries, backoff_s=self.backoff_s, multiplier=1.0, jitter_s=0.0)
-
-
-@dataclass(slots=True)
-class AtomRecord:
-    """What happened to one atom."""
-
-    id: int
-    kind: str
-    name: str
-    status: AtomStatus = "not_run"
-    inputs: Any = None
-    result: Any = None
-    error: str | None = None
-    attempts: int = 0
-    started: float = 0.0  # time.perf_counter() when the atom started
-    duration_s: float = 0.0
-    compensation: str | None = None  # outcome of the compensating tool, when one ran
-
-
-@dataclass(slots=True)
-class ExecutionRecord:
-    """The execution of a plan: per-atom records, the layers, the answer or the error."""
-
-    plan: Plan
-    layers: list[list[int]]
-    atoms: dict[int, AtomRecord]
-    status: Literal["ok", "failed"] = "ok"
-    answer: Any = None
-    error: str | None = None
-    failed_atom: int | None = None
-    duration_s: float = 0.0
-
-    @property
-    def results(self) -> dict[int, Any]:
-        return {i: r.result for i, r in self.atoms.items() if r.status in ("ok", "compensated")}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "plan": self.plan.to_dict(),
-            "layers": self.layers,
-            "atoms": [_jsonable_record(r) for r in self.atoms.values()],
-            "status": self.status,
-            "answer": _jsonable(self.answer),
-            "error": self.error,
-            "failed_atom": self.failed_atom,
-            "duration_s": self.duration_s,
-        }
-
-    def to_json(self, path: str | Path | None = None) -> str:
-        return json_text(self.to_dict(), path)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ExecutionRecord:
-        atoms = {a["id"]: AtomRecord(**a) for a in data["atoms"]}
-        return cls(
-            Plan.load(data["plan"]), data["layers"], atoms, data["status"], data.get("answer"), data.get("error"),
-            data.get("failed_atom"), data.get("duration_s", 0.0),
-        )
-
-
-def _jsonable(value: Any) -> Any:
-    try:
-        json.dumps(value)
-        return value
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def _jsonable_record(record: AtomRecord) -> dict[str, Any]:
-    return {
-        "id": record.id, "kind": record.kind, "name": record.name, "status": record.status,
-        "inputs": _jsonable(record.inputs), "result": _jsonable(record.result), "error": record.error,
-        "attempts": record.attempts, "started": record.started, "duration_s": record.duration_s,
-        "compensation": record.compensation,
-    }
-
-
-def _failure_text(atom: Atom, inputs: Any, cause: str) -> str:
-    return f"atom {atom.id} ({atom.kind} {atom.name!r}) failed with inputs {inputs!r}: {cause}"
-
-
-class AtomExecutionError(LlamabotError, RuntimeError):
-    """An atom failed. ``record`` holds everything computed before (and the compensations run). ``earlier``:
-    the failures of the plans tried before this one (the bot re-plans after a failure, see ``AoTBot``)."""
-
-    def __init__(self, atom: Atom, inputs: Any, cause: str, record: ExecutionRecord, earlier: tuple[str, ...] = ()):
-        self.atom, self.inputs, self.cause, self.record = atom, inputs, cause, record
-        self.earlier = tuple(earlier)
-        message = _failure_text(atom, inputs, cause)
-        if self.earlier:
-            message += f" (plan {len(self.earlier) + 1}; the earlier plans failed too: {'; '.join(self.earlier)})"
-        super().__init__(message)
 
 
 def execution_layers(plan: Plan) -> list[list[Atom]]:
@@ -175,39 +73,8 @@ def execution_layers(plan: Plan) -> list[list[Atom]]:
     return [[atoms[i] for i in layer] for layer in layers]
 
 
-def final_answer(atom: Atom, results: dict[int, Any]) -> Any:
-    """What the final atom reports: its resolved input (one value when it has one key), else its
-    dependencies' results (one value, or ``{id: result}`` for several: never just the first)."""
-    if atom.input:
-        resolved = resolve(atom.input, results)
-        return next(iter(resolved.values())) if len(resolved) == 1 else resolved
-    if len(atom.depends_on) == 1:
-        return results[atom.depends_on[0]]
-    return {dep: results[dep] for dep in atom.depends_on}
-
-
-#: The span kinds of execution's tool calls (category ``tool_call``): an atom, a compensating call.
+#: The span kind of an atom's tool call (category ``tool_call``; a compensating call's: ``compensate.COMPENSATION_SPAN``).
 ATOM_SPAN = "atom"
-COMPENSATION_SPAN = "compensation"
-
-
-@dataclass(frozen=True, slots=True)
-class AtomTools:
-    """What an execution calls (configuration, live: never part of the state): the tools of ``kind: tool`` and
-    ``kind: decision`` atoms, the retry policy, and the compensating tools by the name of the tool they undo."""
-
-    tools: dict[str, Tool]
-    decisions: dict[str, Tool] = field(default_factory=dict)
-    retry: RetryPolicy = RetryPolicy()
-    compensations: dict[str, Tool] = field(default_factory=dict)
-
-    def tool_for(self, atom: Atom) -> Tool:
-        return (self.tools if atom.kind == "tool" else self.decisions)[atom.name]
-
-    def non_blocking(self) -> AtomTools:
-        """The same tools, their sync functions called on the event loop (for tools known not to block)."""
-        return AtomTools(_non_blocking(self.tools), _non_blocking(self.decisions), self.retry,
-                         _non_blocking(self.compensations))
 
 
 def new_record(plan: Plan) -> ExecutionRecord:
@@ -438,109 +305,6 @@ def apply_layer(record: ExecutionRecord, done: list[AtomRecord], duration_s: flo
     return False
 
 
-# -- failure: compensation --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CompensationCall:
-    """One compensation to run: atom ``atom`` (which called tool ``tool``) is undone by ``compensator`` with
-    ``arguments``."""
-
-    atom: int
-    tool: str
-    compensator: str
-    arguments: dict[str, Any]
-
-
-def compensation_calls(tools: AtomTools, record: ExecutionRecord) -> list[CompensationCall]:
-    """The compensations of a failed execution: every completed atom whose tool has a compensator, newest first
-    in plan order (layer, then id: the same whatever order the atoms of a layer finished in). The compensator
-    receives those of the atom's resolved inputs, and its ``result``, that it declares as parameters."""
-    calls = []
-    for atom_id in reversed([i for layer in record.layers for i in layer]):
-        atom_record = record.atoms[atom_id]
-        compensator = tools.compensations.get(atom_record.name)
-        if compensator is not None and atom_record.status == "ok" and atom_record.kind != "final":
-            available = {**(atom_record.inputs or {}), "result": atom_record.result}
-            wanted = compensator.arguments.model_fields
-            calls.append(CompensationCall(atom_id, atom_record.name, compensator.name,
-                                          {k: v for k, v in available.items() if k in wanted}))
-    return calls
-
-
-def _compensation_span(call: CompensationCall) -> span:
-    return span(f"{call.atom}:{call.compensator}", COMPENSATION_SPAN, "tool_call", atom=call.atom,
-                arguments=call.arguments)
-
-
-def _compensated(outcome: ToolOutcome, opened: Span | None) -> str | None:
-    if opened is not None:
-        if outcome.ok:
-            opened.attributes["result"] = outcome.value
-        else:
-            opened.error = outcome.error
-    return outcome.error
-
-
-def run_compensations(tools: AtomTools, calls: list[CompensationCall]) -> list[str | None]:
-    """Call the compensators in order (one ``tool_call`` span each, kind ``compensation``); each one's error or
-    ``None``. A failing compensator does not stop the others."""
-    errors = []
-    for call in calls:
-        with _compensation_span(call) as opened:
-            errors.append(_compensated(run_exchange(tool_call(tools.compensations[call.tool], call.arguments)), opened))
-    return errors
-
-
-async def arun_compensations(tools: AtomTools, calls: list[CompensationCall]) -> list[str | None]:
-    """Async twin of :func:`run_compensations` (still one at a time: the order matters)."""
-    errors = []
-    for call in calls:
-        with _compensation_span(call) as opened:
-            outcome = await arun_exchange(tool_call(tools.compensations[call.tool], call.arguments))
-            errors.append(_compensated(outcome, opened))
-    return errors
-
-
-def apply_compensations(record: ExecutionRecord, calls: list[CompensationCall], errors: list[str | None],
-                        duration_s: float = 0.0) -> None:
-    """Record each compensation on its atom (``compensation = "<tool>: ok"`` or ``"<tool>: failed: <error>"``).
-    Only an atom whose compensator succeeded becomes ``compensated``; one whose compensator failed stays ``ok``
-    (its effect was not undone, and the record must not say it was)."""
-    record.duration_s += duration_s
-    for call, error in zip(calls, errors, strict=True):
-        atom_record = record.atoms[call.atom]
-        if error is None:
-            atom_record.status = "compensated"
-        atom_record.compensation = f"{call.compensator}: " + ("ok" if error is None else f"failed: {error}")
-
-
-def execution_error(record: ExecutionRecord, earlier: tuple[str, ...] = ()) -> AtomExecutionError:
-    """The error a failed execution raises: the failing atom, its inputs, the cause, the (partial) record, and
-    the failures of earlier plans (``earlier``)."""
-    atom = record.plan.atom(record.failed_atom)  # type: ignore[arg-type]
-    atom_record = record.atoms[atom.id]
-    return AtomExecutionError(atom, atom_record.inputs, atom_record.error or "failed", record, earlier)
-
-
-def failure_summary(record: ExecutionRecord) -> str:
-    """One line on a failed execution, for the planner and the error of the last plan: the atom, its tool, its
-    inputs and the cause (``atom 3 (tool 'divide') failed with inputs {'a': 4, 'b': 0}: division by zero``)."""
-    atom = record.plan.atom(record.failed_atom)  # type: ignore[arg-type]
-    atom_record = record.atoms[atom.id]
-    return _failure_text(atom, atom_record.inputs, atom_record.error or "failed")
-
-
-def finish(record: ExecutionRecord) -> ExecutionRecord:
-    """A successful execution's answer: what the final atom reports (its record gets ``ok`` and the answer)."""
-    final = record.plan.final
-    if record.status == "ok" and final is not None:
-        record.answer = final_answer(final, record.results)
-        final_record = record.atoms[final.id]
-        final_record.status, final_record.result = "ok", record.answer
-    return record
-
-
 # -- whole plans (replay, tests): the same steps, walked by a loop instead of graph edges ----------------------
 
 
@@ -629,7 +393,3 @@ async def compensate_cancelled(config: AtomTools, record: ExecutionRecord, finis
     started = time.perf_counter()
     errors = await asyncio.shield(arun_compensations(config, calls))
     apply_compensations(record, calls, errors, time.perf_counter() - started)
-
-
-def _non_blocking(tools: dict[str, Tool]) -> dict[str, Tool]:
-    return {name: dataclasses.replace(t, blocking=False) for name, t in tools.items()}

@@ -31,10 +31,11 @@ from llamabot.models.settings import ModelSettings
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, current_run
 from llamabot.observe.usage import UsageLimits
-from llamabot.reasoning.aot.execute import AtomTools, ExecutionRecord, LayerThreads, RetryPolicy, execute_plan
+from llamabot.reasoning.aot.execute import LayerThreads, execute_plan
 from llamabot.reasoning.aot.nodes import THREADS, CompensateNode, LayerNode, PlanNode, ReportNode, VoteNode
 from llamabot.reasoning.aot.plan import Plan
 from llamabot.reasoning.aot.prompts import resolve_expressions
+from llamabot.reasoning.aot.record import AtomTools, ExecutionRecord, RetryPolicy
 from llamabot.reasoning.aot.result import AoTResult, run_usage
 from llamabot.reasoning.aot.samples import SAMPLE, VOTE, new_aot_state
 from llamabot.reasoning.aot.validate import validate_plan

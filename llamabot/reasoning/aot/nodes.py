@@ -26,28 +26,28 @@ from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import Message, assistant, system, user
 from llamabot.models.reply import ModelRequest
 from llamabot.observe.tracing import current_run, current_span
-from llamabot.reasoning.aot.execute import (
-    AtomRecord,
-    AtomTools,
+from llamabot.reasoning.aot.compensate import (
     CompensationCall,
-    ExecutionRecord,
     apply_compensations,
-    apply_layer,
     arun_compensations,
-    arun_layer,
-    compensate_cancelled,
     compensation_calls,
     execution_error,
     failure_summary,
     finish,
+    run_compensations,
+)
+from llamabot.reasoning.aot.execute import (
+    apply_layer,
+    arun_layer,
+    compensate_cancelled,
     layer_atoms,
     new_record,
     next_layer,
-    run_compensations,
     run_layer,
 )
 from llamabot.reasoning.aot.plan import Plan
 from llamabot.reasoning.aot.prompts import EXECUTION_FAILED_MESSAGE, REPLAN_MESSAGE, planner_prompt
+from llamabot.reasoning.aot.record import AtomRecord, AtomTools, ExecutionRecord
 from llamabot.reasoning.aot.samples import sample_failed, sample_finished, vote
 from llamabot.reasoning.aot.schema import plan_response_format
 from llamabot.reasoning.aot.validate import PlanIssue, PlanValidationError, validate_plan

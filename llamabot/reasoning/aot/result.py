@@ -9,8 +9,8 @@ from typing import Any
 from llamabot.graph.mermaid import MermaidDiagram
 from llamabot.models.reply import Usage
 from llamabot.observe.tracing import Trace
-from llamabot.reasoning.aot.execute import ExecutionRecord, _jsonable
 from llamabot.reasoning.aot.plan import Plan
+from llamabot.reasoning.aot.record import ExecutionRecord, _jsonable
 from llamabot.reasoning.aot.visualization import plan_to_mermaid
 
 
