@@ -292,7 +292,7 @@ COMMANDS: dict[str, Callable[[Tour, list[str]], None] | NotRun] = {
     'python3 -m venv .venv && . .venv/bin/activate && CMAKE_ARGS="$(sh scripts/llama-cmake-args)" pip install '
     '-e ".[local]" && llamabot agent "What is 23 times 19?" --trace': INSTALL,
     'python3 -m venv .venv && . .venv/bin/activate && CMAKE_ARGS="$(sh scripts/llama-cmake-args)" pip install '
-    '-e ".[local,dev,durable,otel]" && pytest': NotRun("installs everything, then runs the whole suite"),
+    '-e ".[local,dev,durable,otel]" && ruff check . && pytest': NotRun("installs everything, then runs the whole suite"),
     "llamabot runs list": cli("q-1", "SUCCESS"),
     """llamabot runs approve RUN_ID --arguments '{"amount": 5, "to": "alice"}'""":
         cli(before=_waiting_payment, after=_paid_as_edited),
