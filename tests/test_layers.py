@@ -47,24 +47,10 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-#: Package facades whose ``if TYPE_CHECKING:`` block may name what they re-export lazily from a higher layer (for
-#: type checkers only: nothing is imported at run time). ``llamabot.graph`` re-exports the agent layer's nodes.
-FACADES = {"graph/__init__.py"}
-
-
 def imports(path: Path) -> list[tuple[int, str, list[str]]]:
-    """(line, imported module, imported names) for every ``llamabot`` import in the file, lazy ones included (a
-    facade's type-checking block excepted)."""
+    """(line, imported module, imported names) for every ``llamabot`` import in the file, lazy ones included."""
     found = []
-    tree = ast.parse(path.read_text())
-    skipped: set[int] = set()
-    if str(path.relative_to(ROOT)) in FACADES:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
-                skipped.update(id(sub) for sub in ast.walk(node))
-    for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("llamabot"):
             found.append((node.lineno, node.module, [a.name for a in node.names]))
         elif isinstance(node, ast.Import):

@@ -4,7 +4,7 @@ A flow wired by hand from ``DecideNode``/``FuncNode`` (or any nodes) gets the wh
 ``bot(q)``, ``await bot.arun(q)``, ``bot.astream(q)``, hooks, usage limits, approvals (pause and ``resume``),
 ``deps=``, checkpoints, ``to_mermaid()``, and durable runs (a ``Durable`` factory may return it)::
 
-    from llamabot.graph import DecideNode, FuncNode, from_flow
+    from llamabot.agents import DecideNode, FuncNode, from_flow
 
     decide = DecideNode(ToolBot(PROMPT, tools=tools))
     for t in tools:

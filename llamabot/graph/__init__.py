@@ -1,9 +1,6 @@
 """The graph engine: strict PocketFlow flows, the dual sync/async node, mermaid diagrams, the run-state codec and
-checkpoints. It knows nothing of models, tools or agents (``tests/test_layers.py``).
-
-Composition from one import: ``from llamabot.graph import Node, AsyncNode, Flow, AsyncFlow, DualNode, DecideNode,
-FuncNode, GraphBot, from_flow`` — the engine's names, and, loaded on first use, the agent layer's nodes and graph
-bots (``llamabot.agents``) that composing a graph needs.
+checkpoints. It knows nothing of models, tools or agents (``tests/test_layers.py``): the nodes and bots built on
+it, and the one import a composed graph needs, are in :mod:`llamabot.agents`.
 """
 
 from __future__ import annotations
@@ -19,26 +16,13 @@ _EXPORTS: dict[str, str] = {
     "AsyncFlow": "llamabot.graph.flow",
     "DualNode": "llamabot.graph.flow",
     "Checkpoint": "llamabot.graph.checkpoint",
-    # the agent layer's names a composed graph uses (lazy: the engine never imports them)
-    "DecideNode": "llamabot.agents.nodes",
-    "FuncNode": "llamabot.agents.nodes",
-    "GraphBot": "llamabot.agents.graphbot",
-    "FlowBot": "llamabot.agents.flowbot",
-    "from_flow": "llamabot.agents.flowbot",
-    "ApprovalRequired": "llamabot.agents.approval",
-    "PausedRun": "llamabot.agents.approval",
 }
 
-__all__ = ["ApprovalRequired", "AsyncFlow", "AsyncNode", "Checkpoint", "DecideNode", "DualNode", "Flow", "FlowBot",
-           "FuncNode", "GraphBot", "Node", "PausedRun", "from_flow"]
+__all__ = ["AsyncFlow", "AsyncNode", "Checkpoint", "DualNode", "Flow", "Node"]
 
-if TYPE_CHECKING:  # for type checkers only (tests/test_layers.py allows this facade and nothing else upward)
+if TYPE_CHECKING:
     from pocketflow import AsyncNode, Node
 
-    from llamabot.agents.approval import ApprovalRequired, PausedRun
-    from llamabot.agents.flowbot import FlowBot, from_flow
-    from llamabot.agents.graphbot import GraphBot
-    from llamabot.agents.nodes import DecideNode, FuncNode
     from llamabot.graph.checkpoint import Checkpoint
     from llamabot.graph.flow import AsyncFlow, DualNode, Flow
 

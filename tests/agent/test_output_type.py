@@ -16,8 +16,8 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from llamabot import AgentBot, AsyncAgentBot, ScriptedModel, tool
+from llamabot.agents import from_flow
 from llamabot.errors import StructuredOutputError
-from llamabot.graph import from_flow
 from llamabot.models.scripted import tool_call
 from tests.agent.helpers import tool_messages
 
@@ -162,7 +162,7 @@ def test_api_out_100_checkpoints_and_resume_keep_the_typed_answer():
 
 def test_api_out_110_a_hand_made_graph_with_a_typed_answer_is_typed_too():
     from llamabot import ToolBot
-    from llamabot.graph import DecideNode, FuncNode
+    from llamabot.agents import DecideNode, FuncNode
     from llamabot.tools.output import output_tool
 
     respond = output_tool(Point)

@@ -1,4 +1,4 @@
-"""Composition from one import (API-GRAPH-010/020): the graph names from ``llamabot.graph``; FuncNode takes a
+"""Composition from one import (API-GRAPH-010/020): the engine's and the agent layer's names from ``llamabot.agents``; FuncNode takes a
 Tool, a ``@tool`` function or a plain typed function."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from llamabot.tools.tool import Tool
 
 
 def test_api_graph_010_the_graph_names_come_from_one_import():
-    from llamabot.graph import AsyncFlow, AsyncNode, DecideNode, Flow, FuncNode, GraphBot, Node
+    from llamabot.agents import AsyncFlow, AsyncNode, DecideNode, Flow, FuncNode, GraphBot, Node
 
     assert all(callable(x) for x in (AsyncFlow, AsyncNode, DecideNode, Flow, FuncNode, GraphBot, Node))
 
 
 def test_api_graph_020_funcnode_takes_a_tool_a_decorated_function_or_a_plain_function():
-    from llamabot.graph import FuncNode
+    from llamabot.agents import FuncNode
 
     def add(a: int, b: int) -> int:
         """Add.
@@ -54,7 +54,7 @@ import asyncio  # noqa: E402
 import pytest  # noqa: E402
 
 from llamabot import ApprovalRequired, Decision, RunContext, ScriptedModel, ToolBot, UsageLimits  # noqa: E402
-from llamabot.graph import DecideNode, FlowBot, FuncNode, Node, from_flow  # noqa: E402
+from llamabot.agents import DecideNode, FlowBot, FuncNode, Node, from_flow  # noqa: E402
 from llamabot.models.scripted import tool_call  # noqa: E402
 from llamabot.observe.usage import UsageLimitExceeded  # noqa: E402
 from llamabot.tools import respond_to_user  # noqa: E402
