@@ -121,19 +121,22 @@ def pause_for_approval(shared: dict[str, Any], calls: Any, tools: Mapping[str, A
     values = run[0].values if run is not None else {}
     if values.get(APPROVER) is not None or step_runner() is not None:
         return
-    state = dumps_state(shared, allowed=values.get(STATE_CLASSES, ()))
-    raise ApprovalRequired(PausedRun(requests, Checkpoint(node, action, state, shared.get("trace_id", ""))))
+    raise _paused(shared, requests, node, action)
 
 
 def pause_for_inner(shared: dict[str, Any], node: str, action: str, inner: ApprovalRequired) -> ApprovalRequired:
     """The pause of an outer run whose tool call (an agent used as a tool) paused an inner run: the inner calls,
     and the outer checkpoint at ``node``'s ``action``, so that resuming runs the call again (it then continues the
     inner run, kept in the state by the caller)."""
+    return _paused(shared, inner.requests, node, action)
+
+
+def _paused(shared: dict[str, Any], requests: tuple[ApprovalRequest, ...], node: str, action: str) -> ApprovalRequired:
+    """A run paused for ``requests``, its checkpoint the state now at ``node``'s ``action``."""
     run = active_run()
     allowed = run[0].values.get(STATE_CLASSES, ()) if run is not None else ()
     state = dumps_state(shared, allowed=allowed)
-    paused = PausedRun(inner.requests, Checkpoint(node, action, state, shared.get("trace_id", "")))
-    return ApprovalRequired(paused)
+    return ApprovalRequired(PausedRun(requests, Checkpoint(node, action, state, shared.get("trace_id", ""))))
 
 
 #: What a tool node needs to call a tool that requires approval: the decision given to the run, or the

@@ -76,17 +76,14 @@ def model_family(model: str | ChatModel) -> str:
 
 
 def chain_of(models: Any) -> tuple[ChatModel, ...]:
-    """The chat models of ``models`` (a list of model strings and chat models), checked and resolved; a
-    :class:`FallbackModel` among them adds its own models. ``ValueError`` for no model or an empty name,
+    """The chat models of ``models`` (a list of model strings and chat models), checked and resolved (a
+    :class:`FallbackModel` among them is kept as one; the chain made of them flattens it). ``ValueError`` for no model or an empty name,
     ``TypeError`` for anything else that is not a model, naming its place in the list."""
     if isinstance(models, (str, bytes)) or not isinstance(models, Iterable):
         raise TypeError(f"a fallback chain is a list of models, got {type(models).__name__}")
     chain: list[ChatModel] = []
     for index, item in enumerate(models):
         where = f"model=[...] item {index}"
-        if isinstance(item, FallbackModel):
-            chain.extend(item.models)
-            continue
         if isinstance(item, str):
             if not item.strip():
                 raise ValueError(f"{where} is an empty model name; name every model of the chain")
