@@ -21,6 +21,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+#: Seconds :meth:`Drain.close` waits for the parked waits to reach their runs' callers (it takes a loop turn).
+SETTLE_S = 5.0
+
 
 class RunParked(BaseException):
     """The process executing a durable run is stopping: the run ends here without an outcome and stays PENDING
@@ -56,13 +59,15 @@ class Drain:
         with self._changed:
             self._closed = self._hurried = False
 
-    def close(self) -> None:
-        """No new step starts; runs waiting for an approval or sleeping before a retry are parked now."""
+    def close(self, settle_s: float = SETTLE_S) -> None:
+        """No new step starts; runs waiting for an approval or sleeping before a retry are parked now: this returns
+        once their parking has reached whoever waits for those runs (at most ``settle_s`` seconds)."""
         with self._changed:
             self._closed = True
             waits = list(self._waits.items())
         for task, loop in waits:
             loop.call_soon_threadsafe(task.cancel)
+        _settle(waits, settle_s)
 
     def hurry(self) -> None:
         """Stop :meth:`wait_idle` now (a second SIGTERM or Ctrl-C while the grace period runs)."""
@@ -124,6 +129,35 @@ class Drain:
             with self._changed:
                 del held[key]
                 self._changed.notify_all()
+
+
+def _settle(waits: list[tuple[asyncio.Task[Any], asyncio.AbstractEventLoop]], timeout: float) -> None:
+    """Wait until the cancelled waits' tasks are done *and* their loops ran the callbacks the tasks scheduled as
+    they ended. DBOS hands a workflow's result to the thread executing it in such a callback; a caller that stops the
+    loop right after :meth:`Drain.close` (``DBOS.destroy``) dropped it, and that thread, one of a thread pool that
+    Python joins at exit, waited forever: the process never exited."""
+    deadline = time.monotonic() + timeout
+    by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Task[Any]]] = {}
+    for task, loop in waits:
+        by_loop.setdefault(loop, []).append(task)
+    for loop, tasks in by_loop.items():
+        left = deadline - time.monotonic()
+        if left <= 0 or loop.is_closed() or _running_loop() is loop:  # on that loop itself it cannot be waited for
+            continue
+        with contextlib.suppress(Exception):  # a loop that stopped or closed meanwhile: nothing is left to reach
+            asyncio.run_coroutine_threadsafe(_ended(tasks), loop).result(left)
+
+
+async def _ended(tasks: list[asyncio.Task[Any]]) -> None:
+    await asyncio.wait(tasks)
+    await asyncio.sleep(0)  # one more turn of the loop: the tasks' own done callbacks have run
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 #: The drain of this process (one DBOS runtime per process, see :mod:`llamabot.durable.runtime`).

@@ -9,6 +9,8 @@ import subprocess
 import time
 from collections import Counter
 
+import pytest
+
 from llamabot.durable import show_run
 from tests.durable.conftest import PYTHON, subprocess_env
 from tests.durable.test_recovery import _wait_for
@@ -105,3 +107,33 @@ def test_dur_exit_050_asyncio_run_ending_with_a_run_in_flight_leaves_it_pending(
     calls = Counter(model_log.read_text().splitlines())
     assert calls[f"{QUERY}|start 1"] == 2 and all(calls[f"{QUERY}|end {n}"] == 1 for n in range(4)), calls
     assert effects.read_text().splitlines() == [f"{QUERY}|{i}" for i in (1, 2, 3)]
+
+
+WAIT_THEN_EXIT = """
+import sys, time
+from llamabot.durable import Durable, show_run, shutdown
+db, how = sys.argv[1:3]
+Durable("tests.durable.agents:make_approval_agent", db=db).start("pay erin", run_id="wait-1")
+deadline = time.monotonic() + 30
+while not show_run("wait-1", db).waiting and time.monotonic() < deadline:
+    time.sleep(0.05)
+if how == "shutdown":
+    shutdown()
+print("exiting", flush=True)
+"""
+
+
+@pytest.mark.parametrize("how", ["shutdown", "exit"])
+def test_dur_exit_060_a_process_with_a_run_waiting_for_an_approval_exits(tmp_path, files, how):
+    """DUR-EXIT-060: a process whose run waits for an approval ends (after ``shutdown()``, or at once through the
+    exit hook): it exits promptly, and the run stays PENDING, still waiting. ``shutdown()`` stopped DBOS's event
+    loop before the parked run's result reached the thread executing it, and Python waited for that thread at exit
+    forever."""
+    db = f"sqlite:///{tmp_path / 'r.sqlite'}"
+    started = time.monotonic()
+    done = subprocess.run([PYTHON, "-c", WAIT_THEN_EXIT, db, how], env=subprocess_env(), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and "exiting" in done.stdout, done.stderr
+    assert time.monotonic() - started < 30
+    run = show_run("wait-1", db)
+    assert (run.status, run.error, run.waiting["tool"]) == ("PENDING", None, "transfer")
