@@ -55,8 +55,8 @@ def quick_mode(flag: bool) -> bool:
 def throughput(model_name: str, tokens: int, reps: int) -> dict[str, float]:
     """Raw llama-cpp-python and the seam back to back (order alternating), streaming and not, ``reps`` pairs each;
     medians of the pair ratios of tokens per second (wall, and CPU time of this process)."""
-    from llamabot.models.local_model import local_alias
-    from llamabot.models.local_runtime import loaded_model
+    from llamabot.models.local.model import local_alias
+    from llamabot.models.local.runtime import loaded_model
     from llamabot.models.reply import ModelRequest
     from llamabot.models.resolve import get_model
     from llamabot.models.seam import call_model
@@ -146,9 +146,9 @@ def tot_replays(model_name: str, quick: bool) -> dict[str, float]:
     """
     from dataclasses import replace
 
-    from llamabot.models.local_model import local_alias
-    from llamabot.models.local_prefix_cache import MemoryPrefixCache
-    from llamabot.models.local_runtime import loaded_model
+    from llamabot.models.local.model import local_alias
+    from llamabot.models.local.prefix_cache import MemoryPrefixCache
+    from llamabot.models.local.runtime import loaded_model
     from llamabot.models.resolve import get_model
     from llamabot.models.seam import call_model
     from llamabot.reasoning.tot.graph import ToTBot

@@ -30,7 +30,7 @@ def models_list(
     """List the embedded models (installed or not, size, verification), the saved prompt prefixes and the settings."""
     if ctx.invoked_subcommand is not None:
         return
-    from llamabot.models.local_runtime import LocalSettings
+    from llamabot.models.local.runtime import LocalSettings
     from llamabot.models.registry import (
         DEFAULT_LOCAL_MODEL,
         LOCAL_MODELS,
@@ -103,13 +103,13 @@ def models_prefixes(
     """List the saved prompt prefixes (model, tokens, size, last use), or delete them all."""
     import datetime
 
-    from llamabot.models.local_runtime import LocalSettings
+    from llamabot.models.local.runtime import LocalSettings
     from llamabot.models.registry import LOCAL_MODELS
 
     settings = _settings(LocalSettings)
     if settings is None:
         raise typer.Exit(1)
-    from llamabot.models.local_prefix_cache import DiskPrefixCache
+    from llamabot.models.local.prefix_cache import DiskPrefixCache
 
     cache = DiskPrefixCache(settings.prefix_dir, settings.disk_bytes)
     if clear:
@@ -135,7 +135,7 @@ def models_prefixes(
 
 def _settings(settings_type):  # noqa: ANN001, ANN202 - keeps the models package out of the import path
     """The settings from the environment, or ``None`` after printing what is wrong with them."""
-    from llamabot.models.local_runtime import LocalSettingsError
+    from llamabot.models.local.runtime import LocalSettingsError
 
     try:
         return settings_type.from_env()
@@ -145,7 +145,7 @@ def _settings(settings_type):  # noqa: ANN001, ANN202 - keeps the models package
 
 
 def _saved_prefixes(settings):  # noqa: ANN001, ANN202
-    from llamabot.models.local_prefix_cache import DiskPrefixCache
+    from llamabot.models.local.prefix_cache import DiskPrefixCache
 
     if settings is None:
         return []

@@ -36,7 +36,7 @@ def ensure_litellm() -> Any:
             return _litellm
         import litellm
 
-        from llamabot.models.local import LocalProvider
+        from llamabot.models.local.provider import LocalProvider
 
         providers = list(litellm.custom_provider_map or [])
         if not any(entry.get("provider") == LOCAL_PREFIX for entry in providers):

@@ -52,7 +52,7 @@ def get_model(model: ModelSpec = None) -> ChatModel:
                         f"(a fallback chain), got {type(model).__name__}")
     name = model or default_model_name()
     if name.startswith("local/"):  # the embedded model, driven directly: tokens at llama.cpp's own speed
-        from llamabot.models.local_model import LocalModel
+        from llamabot.models.local.model import LocalModel
 
         return LocalModel(name)
     from llamabot.models.litellm_model import LiteLLMModel

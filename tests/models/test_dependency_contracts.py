@@ -151,7 +151,7 @@ def test_mdl_dep_010_custom_llm_base_class_and_error():
     import litellm
     from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 
-    dependent = "llamabot/models/local.py:LocalProvider and scripted_provider.py:ScriptedProvider"
+    dependent = "llamabot/models/local/provider.py:LocalProvider and scripted_provider.py:ScriptedProvider"
     assert litellm.CustomLLM is CustomLLM, broken(
         "litellm", "litellm.CustomLLM (= litellm.llms.custom_llm.CustomLLM)", dependent
     )
@@ -162,7 +162,7 @@ def test_mdl_dep_010_custom_llm_base_class_and_error():
         )
     error = CustomLLMError(status_code=500, message="boom")
     assert (error.status_code, error.message, str(error)) == (500, "boom", "boom"), broken(
-        "litellm", "CustomLLMError(status_code=, message=)", "llamabot/models/local.py:LocalProvider"
+        "litellm", "CustomLLMError(status_code=, message=)", "llamabot/models/local/provider.py:LocalProvider"
     )
 
 
@@ -199,7 +199,7 @@ def test_mdl_dep_010_response_types_build_and_read_back():
     assert got == ("call_1", "add", '{"a": 1}', "tool_calls", 3, 4, "probe/m"), broken(
         "litellm",
         "ModelResponse/Choices/Message/ChatCompletionMessageToolCall/Function/Usage from litellm.types.utils as built",
-        "llamabot/models/local.py:to_model_response, scripted_provider.py:_response and litellm_model.py:reply_from_litellm",
+        "llamabot/models/local/provider.py:to_model_response, scripted_provider.py:_response and litellm_model.py:reply_from_litellm",
     )
 
 
@@ -211,14 +211,14 @@ def test_mdl_dep_010_model_response_keeps_a_private_response_ms():
     assert response._response_ms == 12.5, broken(
         "litellm",
         "a writable ModelResponse._response_ms",
-        "llamabot/models/local.py:LocalProvider.completion",
+        "llamabot/models/local/provider.py:LocalProvider.completion",
     )
 
 
 def test_mdl_dep_010_generic_streaming_chunk_shape():
     from litellm.types.utils import ChatCompletionToolCallChunk, GenericStreamingChunk
 
-    dependent = "llamabot/models/local.py:_chunk/_chunks and scripted_provider.py:_chunks"
+    dependent = "llamabot/models/local/provider.py:_chunk/_chunks and scripted_provider.py:_chunks"
     keys = typed_dict_keys(GenericStreamingChunk)
     assert {"text", "tool_use", "is_finished", "finish_reason", "usage", "index"} <= keys, broken(
         "litellm",
@@ -256,7 +256,7 @@ def test_mdl_dep_010_custom_provider_receives_tools_and_formats_in_optional_para
     ), broken(
         "litellm",
         "tools, tool_choice, response_format and sampling kwargs in a custom provider's optional_params",
-        "llamabot/models/local.py:LocalProvider and scripted_provider.py:ScriptedProvider._request",
+        "llamabot/models/local/provider.py:LocalProvider and scripted_provider.py:ScriptedProvider._request",
     )
 
 
@@ -435,7 +435,7 @@ def test_mdl_dep_020_llama_cpp_version_is_in_the_declared_range(llama_cpp):
     assert isinstance(llama_cpp.__version__, str), broken(
         "llama-cpp-python",
         "llama_cpp.__version__",
-        "llamabot/models/local_engine.py:LocalEngine._key (prefix-cache keys)",
+        "llamabot/models/local/engine.py:LocalEngine._key (prefix-cache keys)",
     )
     assert requirement.specifier.contains(llama_cpp.__version__, prereleases=True), (
         f"llama-cpp-python {llama_cpp.__version__} is outside llamabot's declared range {requirement.specifier}"
@@ -449,17 +449,17 @@ def test_mdl_dep_020_llama_constructor_arguments(llama_cpp):
     assert not missing, broken(
         "llama-cpp-python",
         f"Llama(...) arguments {sorted(missing)}",
-        "llamabot/models/local_runtime.py:_load",
+        "llamabot/models/local/runtime.py:_load",
     )
 
 
 @local
 def test_mdl_dep_020_llama_instance_attributes_set_at_load(llama_cpp):
     dependents = {
-        "_model": "llamabot/models/local_runtime.py:_load (llm._model.token_get_text for BOS/EOS text)",
-        "metadata": "llamabot/models/local_runtime.py:_load (the GGUF's tokenizer.chat_template)",
-        "input_ids": "llamabot/models/local_engine.py:restore and LocalEngine.reuse_prefix",
-        "n_tokens": "llamabot/models/local_engine.py:restore and LocalEngine.reuse_prefix",
+        "_model": "llamabot/models/local/runtime.py:_load (llm._model.token_get_text for BOS/EOS text)",
+        "metadata": "llamabot/models/local/runtime.py:_load (the GGUF's tokenizer.chat_template)",
+        "input_ids": "llamabot/models/local/engine.py:restore and LocalEngine.reuse_prefix",
+        "n_tokens": "llamabot/models/local/engine.py:restore and LocalEngine.reuse_prefix",
     }
     for attribute, dependent in dependents.items():
         assert init_assigns(llama_cpp.Llama, attribute), broken(
@@ -468,7 +468,7 @@ def test_mdl_dep_020_llama_instance_attributes_set_at_load(llama_cpp):
     assert callable(getattr(llama_cpp._internals.LlamaModel, "token_get_text", None)), broken(
         "llama-cpp-python",
         "the private LlamaModel.token_get_text (Llama._model)",
-        "llamabot/models/local_runtime.py:_load",
+        "llamabot/models/local/runtime.py:_load",
     )
 
 
@@ -476,19 +476,19 @@ def test_mdl_dep_020_llama_instance_attributes_set_at_load(llama_cpp):
 def test_mdl_dep_020_llama_handles_and_methods(llama_cpp):
     Llama = llama_cpp.Llama
     for name, dependent in {
-        "ctx": "llamabot/models/local_engine.py:snapshot and restore (llama_state_seq_* on llm.ctx)",
-        "model": "llamabot/models/local_runtime.py:_load (llama_model_is_recurrent/hybrid on llm.model)",
-        "_input_ids": "Llama.generate's prefix match, which local_engine.py:restore feeds through input_ids/n_tokens",
+        "ctx": "llamabot/models/local/engine.py:snapshot and restore (llama_state_seq_* on llm.ctx)",
+        "model": "llamabot/models/local/runtime.py:_load (llama_model_is_recurrent/hybrid on llm.model)",
+        "_input_ids": "Llama.generate's prefix match, which local/engine.py:restore feeds through input_ids/n_tokens",
     }.items():
         assert isinstance(inspect.getattr_static(Llama, name, None), property), broken(
             "llama-cpp-python", f"Llama.{name}", dependent
         )
     for name, wanted, dependent in [
-        ("tokenize", {"text", "add_bos", "special"}, "llamabot/models/local_engine.py:LocalEngine._tokens"),
-        ("token_eos", set(), "llamabot/models/local_runtime.py:_load"),
-        ("token_bos", set(), "llamabot/models/local_runtime.py:_load"),
-        ("eval", {"tokens"}, "llamabot/models/local_engine.py:LocalEngine.reuse_prefix"),
-        ("close", set(), "llamabot/models/local_runtime.py:LoadedModel.close"),
+        ("tokenize", {"text", "add_bos", "special"}, "llamabot/models/local/engine.py:LocalEngine._tokens"),
+        ("token_eos", set(), "llamabot/models/local/runtime.py:_load"),
+        ("token_bos", set(), "llamabot/models/local/runtime.py:_load"),
+        ("eval", {"tokens"}, "llamabot/models/local/engine.py:LocalEngine.reuse_prefix"),
+        ("close", set(), "llamabot/models/local/runtime.py:LoadedModel.close"),
         (
             "create_completion",
             {
@@ -503,7 +503,7 @@ def test_mdl_dep_020_llama_handles_and_methods(llama_cpp):
                 "top_k",
                 "repeat_penalty",
             },
-            "llamabot/models/local_engine.py:LocalEngine._complete and sampling_params",
+            "llamabot/models/local/engine.py:LocalEngine._complete and sampling_params",
         ),
     ]:
         method = getattr(Llama, name, None)
@@ -516,7 +516,7 @@ def test_mdl_dep_020_llama_handles_and_methods(llama_cpp):
 def test_mdl_dep_020_jinja2_chat_formatter_renders_messages_and_tools(llama_cpp):
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-    dependent = "llamabot/models/local_runtime.py:_load and local_engine.py:LocalEngine._prompt"
+    dependent = "llamabot/models/local/runtime.py:_load and local/engine.py:LocalEngine._prompt"
     template = "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}{% if tools %}[{{ tools[0].function.name }}]{% endif %}"
     formatter = Jinja2ChatFormatter(template=template, eos_token="</s>", bos_token="<s>", stop_token_ids=[2])
     rendered = formatter(
@@ -541,29 +541,29 @@ def test_mdl_dep_020_grammar_from_json_schema(llama_cpp):
     assert isinstance(grammar, llama_cpp.LlamaGrammar), broken(
         "llama-cpp-python",
         "LlamaGrammar.from_json_schema(schema_json, verbose=False)",
-        "llamabot/models/local_engine.py:_grammar (tool calls and response_format)",
+        "llamabot/models/local/engine.py:_grammar (tool calls and response_format)",
     )
     assert "add" in str(getattr(grammar, "_grammar", "")), broken(
         "llama-cpp-python",
         "a GBNF grammar built from the JSON schema",
-        "llamabot/models/local_engine.py:_grammar",
+        "llamabot/models/local/engine.py:_grammar",
     )
 
 
 #: The low-level llama.cpp functions llamabot calls, with the ctypes argument types it passes.
 LOW_LEVEL = {
-    "llama_state_seq_get_size": (2, "llamabot/models/local_engine.py:snapshot"),
-    "llama_state_seq_get_data": (4, "llamabot/models/local_engine.py:snapshot"),
-    "llama_state_seq_set_data": (4, "llamabot/models/local_engine.py:restore"),
-    "llama_get_memory": (1, "llamabot/models/local_engine.py:restore"),
-    "llama_memory_seq_rm": (4, "llamabot/models/local_engine.py:restore"),
+    "llama_state_seq_get_size": (2, "llamabot/models/local/engine.py:snapshot"),
+    "llama_state_seq_get_data": (4, "llamabot/models/local/engine.py:snapshot"),
+    "llama_state_seq_set_data": (4, "llamabot/models/local/engine.py:restore"),
+    "llama_get_memory": (1, "llamabot/models/local/engine.py:restore"),
+    "llama_memory_seq_rm": (4, "llamabot/models/local/engine.py:restore"),
     "llama_model_is_recurrent": (
         1,
-        "llamabot/models/local_runtime.py:_load (prefix caches off for recurrent models)",
+        "llamabot/models/local/runtime.py:_load (prefix caches off for recurrent models)",
     ),
     "llama_model_is_hybrid": (
         1,
-        "llamabot/models/local_runtime.py:_load (prefix caches off for hybrid models)",
+        "llamabot/models/local/runtime.py:_load (prefix caches off for hybrid models)",
     ),
 }
 

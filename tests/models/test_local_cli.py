@@ -5,7 +5,7 @@ from __future__ import annotations
 from typer.testing import CliRunner
 
 from llamabot.cli import app
-from llamabot.models.local_prefix_cache import DiskPrefixCache, PrefixKey, PrefixState
+from llamabot.models.local.prefix_cache import DiskPrefixCache, PrefixKey, PrefixState
 from llamabot.models.registry import LOCAL_MODELS
 
 runner = CliRunner()

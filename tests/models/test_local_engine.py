@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from llamabot.errors import ModelCallError, ModelFileError
-from llamabot.models import local_model
-from llamabot.models.local_engine import Generation, adrive, drive
-from llamabot.models.local_model import LocalModel
-from llamabot.models.local_runtime import LocalSettings, LocalSettingsError
+from llamabot.models.local import model as local_model
+from llamabot.models.local.engine import Generation, adrive, drive
+from llamabot.models.local.model import LocalModel
+from llamabot.models.local.runtime import LocalSettings, LocalSettingsError
 from llamabot.models.reply import ModelRequest
 from llamabot.models.resolve import get_model, model_family
 from llamabot.models.seam import acall_model, call_model

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from llamabot.models.local_grammar import (
+from llamabot.models.local.grammar import (
     forces_tool_call,
     parse_forced_call,
     response_schema,

@@ -65,7 +65,7 @@ def test_mdl_local_110_forced_tool_call_has_valid_arguments(local_model_name):
 
 
 def test_mdl_local_120_named_tool_choice_and_shared_model_under_concurrency(local_model_name):
-    from llamabot.models.local_runtime import loaded_model, loaded_models
+    from llamabot.models.local.runtime import loaded_model, loaded_models
 
     async def scenario():
         bot = AsyncToolBot("Call the tool.", model=local_model_name, tools=[add, multiply], tool_choice="add")

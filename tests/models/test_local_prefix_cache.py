@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from llamabot.models.local_prefix_cache import (
+from llamabot.models.local.prefix_cache import (
     MAGIC,
     DiskPrefixCache,
     MemoryPrefixCache,

@@ -11,9 +11,9 @@ import textwrap
 
 import pytest
 
-from llamabot.models.local_engine import LocalEngine, drive
-from llamabot.models.local_prefix_cache import DiskPrefixCache, MemoryPrefixCache, PrefixState
-from llamabot.models.local_runtime import loaded_model
+from llamabot.models.local.engine import LocalEngine, drive
+from llamabot.models.local.prefix_cache import DiskPrefixCache, MemoryPrefixCache, PrefixState
+from llamabot.models.local.runtime import loaded_model
 from llamabot.models.reply import ModelRequest
 from llamabot.models.resolve import get_model
 from llamabot.models.seam import acall_model

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from llamabot.errors import SettingsError
-from llamabot.models.local_runtime import LocalSettings, LocalSettingsError
+from llamabot.models.local.runtime import LocalSettings, LocalSettingsError
 from llamabot.models.registry import cache_dir
 from llamabot.settings import env_int, env_seconds
 

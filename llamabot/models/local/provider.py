@@ -2,9 +2,9 @@
 "local/qwen2.5-coder-1.5b", ...)`` works for users who call LiteLLM themselves).
 
 llamabot's own bots do not come through here: the seam hands ``local/`` models to
-:class:`~llamabot.models.local_model.LocalModel`, which drives the same :class:`LocalEngine` without LiteLLM's
-per-chunk stream wrapper. What both share lives in ``local_runtime`` (loading, settings, caches) and
-``local_engine`` (prompt, prefix reuse, grammar-constrained tool calls and ``response_format``, generation).
+:class:`~llamabot.models.local.model.LocalModel`, which drives the same :class:`LocalEngine` without LiteLLM's
+per-chunk stream wrapper. What both share lives in ``runtime`` (loading, settings, caches) and
+``engine`` (prompt, prefix reuse, grammar-constrained tool calls and ``response_format``, generation).
 
 This module imports LiteLLM; it is only imported when LiteLLM needs the provider.
 """
@@ -22,7 +22,7 @@ from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 from litellm.types.utils import ChatCompletionMessageToolCall, Choices, Function, Message, ModelResponse
 from litellm.types.utils import Usage as LiteLLMUsage
 
-from llamabot.models.local_engine import (
+from llamabot.models.local.engine import (
     DEFAULT_MAX_TOKENS,
     TOOL_CALL_OPEN,
     Generation,
@@ -31,8 +31,8 @@ from llamabot.models.local_engine import (
     LocalGenerationError,
     drive,
 )
-from llamabot.models.local_model import local_alias
-from llamabot.models.local_runtime import LoadedModel, loaded_model
+from llamabot.models.local.model import local_alias
+from llamabot.models.local.runtime import LoadedModel, loaded_model
 from llamabot.models.registry import LOCAL_PREFIX
 
 

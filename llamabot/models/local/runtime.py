@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from llamabot.errors import ModelFileError, SettingsError
-from llamabot.models.local_prefix_cache import DiskPrefixCache, MemoryPrefixCache
+from llamabot.models.local.prefix_cache import DiskPrefixCache, MemoryPrefixCache
 from llamabot.models.registry import LOCAL_MODELS, cache_dir, ensure_model_file
 from llamabot.settings import SETTINGS, setting
 

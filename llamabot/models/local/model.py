@@ -17,8 +17,8 @@ import time
 import uuid
 
 from llamabot.models.base import StringModel, TokenCallback, provider_errors
-from llamabot.models.local_engine import Generation, GenerationRun, LocalEngine, adrive, drive
-from llamabot.models.local_runtime import loaded_model
+from llamabot.models.local.engine import Generation, GenerationRun, LocalEngine, adrive, drive
+from llamabot.models.local.runtime import loaded_model
 from llamabot.models.registry import LOCAL_PREFIX
 from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
 

@@ -37,7 +37,7 @@ from functools import lru_cache
 from typing import Any
 
 from llamabot.errors import excerpt
-from llamabot.models.local_grammar import (
+from llamabot.models.local.grammar import (
     forces_tool_call,
     parse_forced_call,
     response_schema,
@@ -45,8 +45,8 @@ from llamabot.models.local_grammar import (
     template_messages,
     tool_call_schema,
 )
-from llamabot.models.local_prefix_cache import PrefixKey, PrefixState, common_prefix_length
-from llamabot.models.local_runtime import LoadedModel
+from llamabot.models.local.prefix_cache import PrefixKey, PrefixState, common_prefix_length
+from llamabot.models.local.runtime import LoadedModel
 from llamabot.models.tool_call_text import extract_tool_calls
 from llamabot.observe.hooks import ToolCallDelta
 
