@@ -10,7 +10,9 @@ The general API (any bot, ``AgentBot`` with tools included)::
 
 The pattern harnesses: :mod:`llamabot.evals.aot` (AoT vs direct and CoT answers), :mod:`llamabot.evals.tot`
 (ToT vs IO and CoT on the Game of 24, :mod:`llamabot.evals.game24`), :mod:`llamabot.evals.anot` (ANoT vs a CoT
-ranking, Hits@k and MRR). Every report carries :mod:`llamabot.evals.provenance`'s block.
+ranking, Hits@k and MRR), each built on :func:`evaluate`: a case per item and method, a bot that returns an
+:class:`Outcome` with its measures, the harness's own report made from the attempts. Every report carries
+:mod:`llamabot.evals.provenance`'s block.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from __future__ import annotations
 from llamabot.evals.dataset import Case, Dataset, DatasetError
 from llamabot.evals.provenance import ResumeError
 from llamabot.evals.report import Attempt, Report
-from llamabot.evals.run import aevaluate, answer_text, evaluate
+from llamabot.evals.run import Outcome, aevaluate, answer_text, evaluate
 from llamabot.evals.scorers import SCORERS, contains, exact, number, resolve_scorer
 
-__all__ = ["SCORERS", "Attempt", "Case", "Dataset", "DatasetError", "Report", "ResumeError", "aevaluate",
+__all__ = ["SCORERS", "Attempt", "Case", "Dataset", "DatasetError", "Outcome", "Report", "ResumeError", "aevaluate",
            "answer_text", "contains", "evaluate", "exact", "number", "resolve_scorer"]

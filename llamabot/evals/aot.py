@@ -1,4 +1,5 @@
-"""The AoT evaluation harness: datasets, answer scoring, and AoT against the same model answering directly.
+"""The AoT evaluation harness: datasets, answer scoring, and AoT against the same model answering directly, run
+by :func:`llamabot.evals.run.evaluate` (a case per problem and method; each runner returns an ``Outcome``).
 
 Datasets (``--dataset``): ``multiarith`` (JSON with ``sQuestion``/``lSolutions``), ``svamp`` (JSON with
 ``Body``/``Question``/``Answer``), ``arith`` (CSV ``idx,expression,answer``).
@@ -9,14 +10,18 @@ from __future__ import annotations
 import csv
 import json
 import statistics
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from llamabot.errors import LlamabotError
+from llamabot.evals import run
+from llamabot.evals.dataset import Case
+from llamabot.evals.methods import MethodBot, case_id, method_cases, split_case_id
 from llamabot.evals.provenance import ResumeError, check_resumable
+from llamabot.evals.run import Outcome
 from llamabot.evals.scorers import is_correct, parse_number, rounded_places
 
 DIRECT_PROMPT = "Solve the problem. Reply with only the final numeric answer, no words."
@@ -114,32 +119,29 @@ def summarise(method: str, attempts: list[Attempt]) -> MethodSummary:
     )
 
 
-def run_aot(bot: Any, problem: Problem, tolerance: float) -> Attempt:
-    """One AoT attempt; validation and execution failures count as wrong answers (and are recorded)."""
+def run_aot(bot: Any, question: str) -> Outcome:
+    """One AoT attempt, with its plan validity and re-plans; a plan that fails validation or execution is a
+    measured failure (no answer, the tokens and re-plans of its trace)."""
     from llamabot.reasoning.aot.record import AtomExecutionError
     from llamabot.reasoning.aot.validate import PlanValidationError
 
-    started = time.perf_counter()
     try:
-        result = bot(problem.question)
+        result = bot(question)
     except (PlanValidationError, AtomExecutionError, LlamabotError, ValueError) as exc:
         trace = bot.last_trace
-        tokens = _trace_tokens(trace)
         if isinstance(exc, PlanValidationError):
             parse_failures = sum(1 for e in exc.errors if e.code == "malformed")
         else:
             parse_failures = 0
         execution_replans = len(exc.earlier) if isinstance(exc, AtomExecutionError) else 0
         replans = len(trace.of_kind("model_call")) - 1 - execution_replans if trace else 0
-        return Attempt(problem.id, problem.answer, None, False, time.perf_counter() - started, tokens,
-                       plan_valid_first=_first_plan_valid(trace), replans=max(replans, 0),
-                       parse_failures=parse_failures, error=f"{type(exc).__name__}: {exc}",
-                       execution_replans=execution_replans)
-    predicted = parse_number(result.answer)
-    return Attempt(problem.id, problem.answer, predicted, problem.is_correct(predicted, tolerance),
-                   time.perf_counter() - started, result.usage.total_tokens,
-                   plan_valid_first=_first_plan_valid(result.trace), replans=result.replans,
-                   parse_failures=result.parse_failures, execution_replans=len(result.execution_failures))
+        return Outcome(None, _trace_tokens(trace), f"{type(exc).__name__}: {exc}", {
+            "plan_valid_first": _first_plan_valid(trace), "replans": max(replans, 0),
+            "parse_failures": parse_failures, "execution_replans": execution_replans})
+    return Outcome(result.answer, result.usage.total_tokens, metrics={
+        "predicted": parse_number(result.answer), "plan_valid_first": _first_plan_valid(result.trace),
+        "replans": result.replans, "parse_failures": result.parse_failures,
+        "execution_replans": len(result.execution_failures)})
 
 
 def _first_plan_valid(trace: Any) -> bool:
@@ -148,16 +150,10 @@ def _first_plan_valid(trace: Any) -> bool:
     return bool(plans) and not plans[0].attributes.get("errors")
 
 
-def run_direct(bot: Any, problem: Problem, tolerance: float) -> Attempt:
-    """The same model answering directly (the baseline)."""
-    started = time.perf_counter()
-    try:
-        reply = bot(problem.question)
-    except LlamabotError as exc:
-        return Attempt(problem.id, problem.answer, None, False, time.perf_counter() - started, 0, error=str(exc))
-    predicted = parse_number(reply.content)
-    return Attempt(problem.id, problem.answer, predicted, problem.is_correct(predicted, tolerance),
-                   time.perf_counter() - started, reply.usage.total_tokens)
+def run_direct(bot: Any, question: str) -> Outcome:
+    """The same model answering directly or step by step (the baselines)."""
+    reply = bot(question)
+    return Outcome(reply.content, reply.usage.total_tokens, metrics={"predicted": parse_number(reply.content)})
 
 
 def _trace_tokens(trace: Any) -> int:
@@ -218,7 +214,8 @@ def evaluate(
     aot_options: dict[str, Any] | None = None,
     resume: Mapping[str, Mapping[str, Attempt]] | None = None,
 ) -> dict[str, MethodSummary]:
-    """Run each method on every problem with the same model; returns a summary per method. ``aot_options``:
+    """Run each method on every problem with the same model, problem by problem (one
+    :func:`~llamabot.evals.run.evaluate` run, one case at a time); returns a summary per method. ``aot_options``:
     keyword arguments of ``AoTBot`` (``samples``, ``temperature``, ``max_execution_replans``...). ``resume``:
     method -> problem id -> an attempt kept from an interrupted report (:func:`resumed_attempts`), taken as it
     is instead of run again (``on_attempt`` is told only of the attempts run now)."""
@@ -227,26 +224,53 @@ def evaluate(
     from llamabot.reasoning.aot.graph import AoTBot
 
     settings = method_settings(methods, aot_options)
-    runners: dict[str, tuple[Any, Callable[[Any, Problem, float], Attempt]]] = {}
+    runners: dict[str, Callable[[str], Outcome]] = {}
     if "aot" in methods:
-        runners["aot"] = (AoTBot(model=model_name, **settings_apart(settings["aot"])), run_aot)
+        runners["aot"] = partial(run_aot, AoTBot(model=model_name, **settings_apart(settings["aot"])))
     for baseline in ("direct", "cot"):  # the same model answering at once / reasoning step by step in text
         if baseline in methods:
             prompt = DIRECT_PROMPT if baseline == "direct" else COT_PROMPT
-            runners[baseline] = (SimpleBot(prompt, model=model_name, **settings_apart(settings[baseline])), run_direct)
+            runners[baseline] = partial(run_direct, SimpleBot(prompt, model=model_name,
+                                                              **settings_apart(settings[baseline])))
+    by_id = {p.id: p for p in problems}
+
+    def told(attempt: run.Attempt) -> None:
+        if on_attempt is not None:
+            method, problem = split_case_id(attempt.case)
+            on_attempt(method, _attempt(attempt, by_id[problem]))
+
+    kept = [_as_case(method, a) for method, attempts in (resume or {}).items() for a in attempts.values()]
+    items = [Case(p.id, p.question, p.answer, {"places": p.places}) for p in problems]
+    ran = run.evaluate(MethodBot(runners), method_cases(items, list(runners)), _scorer(tolerance), concurrency=1,
+                       on_attempt=told, kept=kept)
     attempts: dict[str, list[Attempt]] = {m: [] for m in runners}
-    kept = resume or {}
-    for problem in problems:
-        for method, (bot, runner) in runners.items():
-            attempt = kept.get(method, {}).get(problem.id)
-            if attempt is not None:
-                attempts[method].append(attempt)
-                continue
-            attempt = runner(bot, problem, tolerance)
-            attempts[method].append(attempt)
-            if on_attempt is not None:
-                on_attempt(method, attempt)
+    for attempt in ran.attempts:
+        method, problem = split_case_id(attempt.case)
+        attempts[method].append(_attempt(attempt, by_id[problem]))
     return {m: summarise(m, a) for m, a in attempts.items()}
+
+
+def _scorer(tolerance: float) -> Callable[[str, Case], bool]:
+    def score(output: str, case: Case) -> bool:
+        return is_correct(parse_number(output), case.expected, tolerance, case.metadata.get("places"))
+
+    return score
+
+
+#: The measures of an AoT attempt kept in the general attempt's ``metrics``.
+_MEASURES = ("predicted", "plan_valid_first", "replans", "parse_failures", "execution_replans")
+
+
+def _attempt(attempt: run.Attempt, problem: Problem) -> Attempt:
+    """The harness's record of a general attempt on ``problem``."""
+    return Attempt(problem.id, problem.answer, correct=attempt.score >= 1.0, latency_s=attempt.seconds,
+                   tokens=attempt.tokens, error=attempt.error, **{"predicted": None, **attempt.metrics})
+
+
+def _as_case(method: str, a: Attempt) -> run.Attempt:
+    """A kept attempt of a report as the general attempt of ``method``'s case."""
+    return run.Attempt(case_id(method, a.problem), None, float(a.correct), a.latency_s, a.tokens, a.error, a.gold,
+                       {k: getattr(a, k) for k in _MEASURES})
 
 
 def resumed_attempts(previous: Mapping[str, Any], now: dict[str, Any], problems: list[Problem],

@@ -14,7 +14,8 @@ from llamabot.evals.report_file import write_report
 
 @dataclass(slots=True)
 class Attempt:
-    """One case: the bot's answer as text, its score (0-1), wall time, tokens, and the error if it failed."""
+    """One case: the bot's answer as text, its score (0-1), wall time, tokens, the error if it failed, and the
+    measures of its run that the bot reported (:class:`~llamabot.evals.run.Outcome`)."""
 
     case: str
     output: str | None
@@ -23,6 +24,7 @@ class Attempt:
     tokens: int = 0
     error: str | None = None
     expected: Any = None
+    metrics: dict[str, Any] = field(default_factory=dict)
 
 
 CSV_COLUMNS = ("case", "score", "seconds", "tokens", "error", "expected", "output")

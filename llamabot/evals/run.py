@@ -18,6 +18,10 @@ line with the provenance, the scorer, the dataset's name and version; each attem
 again with the same ``log``, the attempts of cases that did not change are kept and only the other cases run (a larger
 ``limit`` extends a run); a log made with another model, other settings, other prompts, another scorer or
 another dataset name is refused (:class:`~llamabot.evals.provenance.ResumeError` naming each difference).
+``kept=`` takes the attempts of an earlier report instead (the pattern harnesses resume from their JSON report).
+
+**Measures**: a bot that returns an :class:`Outcome` reports its own tokens, a failure it measured, and extra
+measures of its run (plan validity, nodes explored, a ranking...), kept as the attempt's ``metrics``.
 """
 
 from __future__ import annotations
@@ -26,8 +30,8 @@ import asyncio
 import inspect
 import json
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import asdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +39,18 @@ from llamabot.evals.dataset import Case, Dataset
 from llamabot.evals.provenance import ResumeError, check_resumable, provenance
 from llamabot.evals.report import Attempt, Report
 from llamabot.evals.scorers import Scorer, resolve_scorer
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a bot made of a case, measured by the bot itself: ``answer`` (scored as text; ``None``: no answer,
+    score 0), ``tokens`` its run spent, ``error`` a failure it handled (recorded; an answer is still scored) and
+    ``metrics``, the measures of its run that the attempt keeps (JSON-ready)."""
+
+    answer: Any
+    tokens: int = 0
+    error: str | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
 
 
 def answer_text(result: Any) -> str:
@@ -71,16 +87,17 @@ async def _call(bot: Any, value: Any) -> tuple[Any, Any]:
 async def run_case(bot: Any, case: Case, scorer: Scorer) -> Attempt:
     """Run and score one case; an error of the bot or the scorer is recorded with score 0, never raised."""
     started = time.perf_counter()
-    output = None
+    output, measured = None, Outcome(None)
     try:
         result, trace = await _call(bot, case.input)
-        output = answer_text(result)
-        tokens = _tokens(result, trace)
-        score = float(scorer(output, case))
+        measured = result if isinstance(result, Outcome) else Outcome(result, _tokens(result, trace))
+        output = None if measured.answer is None else answer_text(measured.answer)
+        score = 0.0 if output is None else float(scorer(output, case))
     except Exception as exc:  # noqa: BLE001 - one failed case is a recorded failure, not the end of the run
-        return Attempt(case.id, output, 0.0, time.perf_counter() - started, 0, f"{type(exc).__name__}: {exc}",
-                       case.expected)
-    return Attempt(case.id, output, score, time.perf_counter() - started, tokens, None, case.expected)
+        return Attempt(case.id, output, 0.0, time.perf_counter() - started, measured.tokens,
+                       f"{type(exc).__name__}: {exc}", case.expected, dict(measured.metrics))
+    return Attempt(case.id, output, score, time.perf_counter() - started, measured.tokens, measured.error,
+                   case.expected, dict(measured.metrics))
 
 
 def bot_provenance(bot: Any, scorer: Any) -> dict[str, Any]:
@@ -140,22 +157,25 @@ def _resumed(path: Path, header: dict[str, Any], case_versions: dict[str, str]) 
 
 
 async def aevaluate(bot: Any, dataset: Dataset, scorer: str | Scorer = "exact", *, concurrency: int = 4,
-                    log: str | Path | None = None,
-                    on_attempt: Callable[[Attempt], None] | None = None) -> Report:
+                    log: str | Path | None = None, on_attempt: Callable[[Attempt], None] | None = None,
+                    kept: Iterable[Attempt] = (), provenance: dict[str, Any] | None = None) -> Report:
     """Run ``bot`` on every case of ``dataset`` (at most ``concurrency`` at once), score each answer with
     ``scorer`` (a name, ``module:function`` or a function ``(output, case) -> bool | float``) and return the
     :class:`Report`. ``log``: the attempts file that makes the run resumable (see the module docstring);
-    ``on_attempt`` sees each attempt run now, as it ends."""
+    ``on_attempt`` sees each attempt run now, as it ends. ``kept``: attempts made before (of an earlier report),
+    taken for their cases instead of running them. ``provenance``: the report's block when the caller made it
+    (a harness comparing several methods), else :func:`bot_provenance`."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     score = resolve_scorer(scorer)
-    header = {"provenance": bot_provenance(bot, score), "dataset": dataset.describe()}
+    header = {"provenance": provenance if provenance is not None else bot_provenance(bot, score),
+              "dataset": dataset.describe()}
     versions = {case.id: case.version() for case in dataset}
     path = Path(log) if log is not None else None
-    kept: dict[str, Attempt] = {}
+    done = {a.case: a for a in kept if a.case in versions}
     if path is not None and path.exists() and path.stat().st_size:
         _drop_cut_line(path)
-        kept = _resumed(path, header, versions)
+        done = {**_resumed(path, header, versions), **done}
     handle = path.open("a", encoding="utf-8") if path is not None else None
     try:
         if handle is not None:
@@ -174,15 +194,17 @@ async def aevaluate(bot: Any, dataset: Dataset, scorer: str | Scorer = "exact", 
                 on_attempt(attempt)
             return attempt
 
-        ran = await asyncio.gather(*(one(case) for case in dataset if case.id not in kept))
+        ran = await asyncio.gather(*(one(case) for case in dataset if case.id not in done))
     finally:
         if handle is not None:
             handle.close()
-    by_case = {**kept, **{a.case: a for a in ran}}
-    return Report([by_case[case.id] for case in dataset], header["provenance"], header["dataset"], len(kept))
+    by_case = {**done, **{a.case: a for a in ran}}
+    return Report([by_case[case.id] for case in dataset], header["provenance"], header["dataset"], len(done))
 
 
 def evaluate(bot: Any, dataset: Dataset, scorer: str | Scorer = "exact", *, concurrency: int = 4,
-             log: str | Path | None = None, on_attempt: Callable[[Attempt], None] | None = None) -> Report:
+             log: str | Path | None = None, on_attempt: Callable[[Attempt], None] | None = None,
+             kept: Iterable[Attempt] = (), provenance: dict[str, Any] | None = None) -> Report:
     """:func:`aevaluate` from synchronous code (not inside a running event loop)."""
-    return asyncio.run(aevaluate(bot, dataset, scorer, concurrency=concurrency, log=log, on_attempt=on_attempt))
+    return asyncio.run(aevaluate(bot, dataset, scorer, concurrency=concurrency, log=log, on_attempt=on_attempt,
+                                 kept=kept, provenance=provenance))

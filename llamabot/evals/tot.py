@@ -5,19 +5,23 @@ explored (ToT: thought nodes, the root excluded; IO and CoT: one answer), the mo
 wall time. ToT also records whether *any* explored path solves the puzzle (``solution_in_tree``: the search
 found it, whether or not the evaluator ranked it first). Nothing here uses the checker to steer a search
 unless ``verify=True`` is asked for (then ToT stops at the first verified path, which is no longer a fair
-comparison, and the report says so).
+comparison, and the report says so). The run is :func:`llamabot.evals.run.evaluate`'s: a case per puzzle and
+method, each runner (:func:`baseline_outcome`, :func:`tot_outcome`) returning an ``Outcome`` with these measures.
 """
 
 from __future__ import annotations
 
+import asyncio
 import csv
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from llamabot.errors import LlamabotError
+from llamabot.evals import run
+from llamabot.evals.dataset import Case
 from llamabot.evals.game24.check import PuzzleError, check_game24, parse_puzzle
 from llamabot.evals.game24.prompts import (
     COT_PROMPT,
@@ -28,7 +32,9 @@ from llamabot.evals.game24.prompts import (
     game24_prompts,
 )
 from llamabot.evals.game24.steps import extract_answer, is_solution_path
+from llamabot.evals.methods import MethodBot, case_id, method_cases, split_case_id
 from llamabot.evals.provenance import ResumeError, check_resumable, provenance, provenance_differences
+from llamabot.evals.run import Outcome
 from llamabot.models.base import ChatModel
 from llamabot.models.resolve import get_model
 from llamabot.reasoning.tot.machine import path_texts
@@ -147,50 +153,79 @@ def load_game24(path: str | Path, limit: int | None = None) -> list[str]:
     return puzzles
 
 
-def run_baseline(model: ChatModel, method: str, puzzle: str, **completion_kwargs: Any) -> Attempt:
-    """One IO or CoT attempt: a single call with the paper's few-shot prompt; the answer is its ``Answer:``
-    line (or, failing that, the expression its steps build)."""
+def baseline_outcome(model: ChatModel, method: str, puzzle: str, **completion_kwargs: Any) -> Outcome:
+    """One IO or CoT call with the paper's few-shot prompt; the answer is its ``Answer:`` line (or, failing
+    that, the expression its steps build)."""
     from llamabot.bot.simplebot import SimpleBot
 
     prompt = {"io": IO_PROMPT, "cot": COT_PROMPT}[method]
-    started = time.perf_counter()
-    try:
-        reply = SimpleBot(prompt, model=model, model_settings=completion_kwargs)(baseline_user(puzzle))
-    except Exception as exc:  # noqa: BLE001 - one failed attempt is a recorded failure, not the end of the run
-        return Attempt(puzzle, method, None, False, 0, 1, 0, 0, time.perf_counter() - started,
-                       error=f"{type(exc).__name__}: {exc}")
-    answer = extract_answer(reply.content, puzzle)
-    return Attempt(
-        puzzle, method, answer, answer is not None and check_game24(puzzle, answer), 1, 1,
-        reply.usage.prompt_tokens, reply.usage.completion_tokens, time.perf_counter() - started,
-    )
+    reply = SimpleBot(prompt, model=model, model_settings=completion_kwargs)(baseline_user(puzzle))
+    usage = reply.usage
+    return Outcome(extract_answer(reply.content, puzzle), usage.prompt_tokens + usage.completion_tokens,
+                   metrics={"nodes": 1, "model_calls": 1, "prompt_tokens": usage.prompt_tokens,
+                            "completion_tokens": usage.completion_tokens})
+
+
+def tot_outcome(model: ChatModel, puzzle: str, options: dict[str, Any], *, verify: bool = False,
+                prompts: Game24Prompts | None = None, **completion_kwargs: Any) -> Outcome:
+    """One ToT search with the Game-of-24 prompts (default :func:`game24_prompts`); the answer is the expression
+    its solution path builds; the measures: nodes (the root excluded), calls, termination, solution in tree."""
+    from llamabot.reasoning.tot.graph import ToTBot
+
+    bot = ToTBot(model=model, prompts=prompts or game24_prompts(), goal_test=is_solution_path if verify else None,
+                 model_settings=completion_kwargs, **options)
+    result = bot(puzzle)
+    machine = result.machine
+    assert machine is not None
+    prompt_tokens, completion_tokens = result.usage.get("prompt_tokens", 0), result.usage.get("completion_tokens", 0)
+    return Outcome(result.answer, prompt_tokens + completion_tokens, result.diagnostics.get("error"), {
+        "nodes": len(machine.nodes) - 1,
+        "model_calls": len(bot.last_trace.of_kind("model_call")) if bot.last_trace else 0,
+        "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+        "termination": result.termination.reason,
+        "solution_in_tree": any(is_solution_path(puzzle, path_texts(machine, n)) for n in machine.nodes),
+        "steps": list(result.solution_text)})
+
+
+def run_baseline(model: ChatModel, method: str, puzzle: str, **completion_kwargs: Any) -> Attempt:
+    """One IO or CoT attempt (:func:`baseline_outcome`), scored and recorded as the harness records it."""
+    return _run_one(method, puzzle, partial(baseline_outcome, model, method, **completion_kwargs))
 
 
 def run_tot(model: ChatModel, puzzle: str, options: dict[str, Any], *, verify: bool = False,
             prompts: Game24Prompts | None = None, **completion_kwargs: Any) -> Attempt:
-    """One ToT search with the Game-of-24 prompts (default :func:`game24_prompts`); the answer is the expression
-    its solution path builds."""
-    from llamabot.reasoning.tot.graph import ToTBot
+    """One ToT attempt (:func:`tot_outcome`, ``options`` as they are), scored and recorded as the harness does."""
+    search = partial(tot_outcome, model, options=options, verify=verify, prompts=prompts, **completion_kwargs)
+    return _run_one("tot", puzzle, search)
 
-    started = time.perf_counter()
-    bot = ToTBot(model=model, prompts=prompts or game24_prompts(), goal_test=is_solution_path if verify else None,
-                 model_settings=completion_kwargs, **options)
-    try:
-        result = bot(puzzle)
-    except Exception as exc:  # noqa: BLE001 - one failed attempt is a recorded failure, not the end of the run
-        return Attempt(puzzle, "tot", None, False, 0, 0, 0, 0, time.perf_counter() - started,
-                       termination="error", error=f"{type(exc).__name__}: {exc}")
-    machine = result.machine
-    assert machine is not None
-    in_tree = any(is_solution_path(puzzle, path_texts(machine, node_id)) for node_id in machine.nodes)
-    calls = len(bot.last_trace.of_kind("model_call")) if bot.last_trace else 0
-    answer = result.answer
-    return Attempt(
-        puzzle, "tot", answer, answer is not None and check_game24(puzzle, answer), len(machine.nodes) - 1, calls,
-        result.usage.get("prompt_tokens", 0), result.usage.get("completion_tokens", 0),
-        time.perf_counter() - started, termination=result.termination.reason, solution_in_tree=in_tree,
-        error=result.diagnostics.get("error"), steps=list(result.solution_text),
-    )
+
+def _run_one(method: str, puzzle: str, runner: Callable[[str], Outcome]) -> Attempt:
+    return _attempt(asyncio.run(run.run_case(runner, Case(case_id(method, puzzle), puzzle), _solves)))
+
+
+#: An attempt whose run raised: what each method spent (a baseline made its one call).
+_FAILED = {"io": {"model_calls": 1}, "cot": {"model_calls": 1}, "tot": {"termination": "error"}}
+
+
+def _attempt(attempt: run.Attempt) -> Attempt:
+    """The harness's record of a general attempt."""
+    method, puzzle = split_case_id(attempt.case)
+    m = attempt.metrics or {"nodes": 0, "model_calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                            **_FAILED[method]}
+    return Attempt(puzzle, method, attempt.output, attempt.score >= 1.0, seconds=attempt.seconds,
+                   error=attempt.error, **m)
+
+
+def _as_case(a: Attempt) -> run.Attempt:
+    """A kept attempt of a report as the general attempt of its method's case."""
+    return run.Attempt(case_id(a.method, a.puzzle), a.answer, float(a.solved), a.seconds,
+                       a.prompt_tokens + a.completion_tokens, a.error, None,
+                       {k: getattr(a, k) for k in ("nodes", "model_calls", "prompt_tokens", "completion_tokens",
+                                                   "termination", "solution_in_tree", "steps")})
+
+
+def _solves(output: str, case: Case) -> bool:
+    return check_game24(split_case_id(case.id)[1], output)
 
 
 def method_prompts(methods: Sequence[str], prompts: Game24Prompts | None = None) -> dict[str, tuple[str, ...]]:
@@ -239,20 +274,23 @@ def evaluate_game24(
         report.attempts.extend(resumed_attempts(resume, report, puzzles))
         if on_resume is not None:
             on_resume(len(report.attempts))
-    finished = {(a.puzzle, a.method) for a in report.attempts}
-    for puzzle in puzzles:
-        for method in methods:
-            if (puzzle, method) in finished:
-                continue
-            if method == "tot":
-                attempt = run_tot(chat_model, puzzle, options, verify=verify, prompts=prompts, **completion_kwargs)
-            else:
-                attempt = run_baseline(chat_model, method, puzzle, **completion_kwargs)
-            report.attempts.append(attempt)
-            if on_attempt is not None:
-                on_attempt(attempt)
-            if checkpoint is not None:
-                checkpoint(report)
+    runners = {"io": partial(baseline_outcome, chat_model, "io", **completion_kwargs),
+               "cot": partial(baseline_outcome, chat_model, "cot", **completion_kwargs),
+               "tot": partial(tot_outcome, chat_model, options=options, verify=verify, prompts=prompts,
+                              **completion_kwargs)}
+
+    def told(attempt: run.Attempt) -> None:
+        report.attempts.append(_attempt(attempt))
+        if on_attempt is not None:
+            on_attempt(report.attempts[-1])
+        if checkpoint is not None:
+            checkpoint(report)
+
+    items = [Case(puzzle, puzzle) for puzzle in puzzles]
+    ran = run.evaluate(MethodBot({m: runners[m] for m in methods}), method_cases(items, methods, dataset), _solves,
+                       concurrency=1, on_attempt=told, kept=[_as_case(a) for a in report.attempts],
+                       provenance=report.provenance)
+    report.attempts = [_attempt(a) for a in ran.attempts]
     return report
 
 

@@ -16,7 +16,17 @@ from typer.testing import CliRunner
 
 from llamabot import AgentBot
 from llamabot.cli import app
-from llamabot.evals import Case, Dataset, DatasetError, ResumeError, aevaluate, answer_text, evaluate
+from llamabot.evals import (
+    Attempt,
+    Case,
+    Dataset,
+    DatasetError,
+    Outcome,
+    ResumeError,
+    aevaluate,
+    answer_text,
+    evaluate,
+)
 from llamabot.evals.run import read_log
 from llamabot.evals.scorers import SCORERS, resolve_scorer
 from llamabot.models.scripted import ScriptedModel, text, tool_call
@@ -141,6 +151,34 @@ def test_eval_run_040_mapping_inputs_are_keyword_arguments_and_answers_are_read_
     report = evaluate(bot, Dataset([Case("1", {"query": "q", "items": [1, 2]}, 17)]), "number")
     assert report.attempts[0].output == "17" and report.attempts[0].score == 1.0
     assert answer_text(text("hi")) == "hi" and answer_text(3.5) == "3.5"
+
+
+def test_eval_run_050_an_outcome_reports_its_tokens_a_measured_failure_and_its_measures():
+    def bot(question: str) -> Outcome:
+        if question == "lost":
+            return Outcome(None, 7, "PlanValidationError: no plan", {"replans": 2})
+        return Outcome(question, 5, metrics={"nodes": 3})
+
+    report = evaluate(bot, Dataset([Case("1", "a", "a"), Case("2", "lost", "lost")]), "exact")
+    right, lost = report.attempts
+    assert (right.score, right.tokens, right.error, right.metrics) == (1.0, 5, None, {"nodes": 3})
+    assert (lost.score, lost.output, lost.tokens, lost.error) == (0.0, None, 7, "PlanValidationError: no plan")
+    assert lost.metrics == {"replans": 2} and report.to_dict()["attempts"][0]["metrics"] == {"nodes": 3}
+
+
+def test_eval_res_040_kept_attempts_of_an_earlier_report_are_taken_instead_of_running_their_cases():
+    calls: list[str] = []
+
+    def bot(question: str) -> str:
+        calls.append(question)
+        return question
+
+    earlier = [Attempt("1", "a", 1.0, 0.5, 9, metrics={"nodes": 1}), Attempt("gone", "x", 1.0, 0.1)]
+    block = {"model": "m", "made": "by the caller"}
+    report = evaluate(bot, Dataset([Case("1", "a", "a"), Case("2", "b", "b")]), "exact", kept=earlier,
+                      provenance=block)
+    assert calls == ["b"] and report.kept == 1 and report.attempts[0] is earlier[0]
+    assert [a.case for a in report.attempts] == ["1", "2"] and report.provenance is block
 
 
 def test_eval_res_010_a_resumed_log_keeps_its_attempts_and_runs_only_the_rest(tmp_path):

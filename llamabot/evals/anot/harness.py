@@ -3,20 +3,27 @@
 For each request: pick the candidates (gold + others, seeded shuffle), rank them with the method, and record
 the ranking in candidate positions (1-indexed) and in dataset indices, Hits@k, the reciprocal rank, wall time,
 per-phase timings, model calls and tokens. A request whose run raises is recorded with its error and an empty
-ranking (a miss), and the evaluation goes on. Both methods go through exactly this code.
+ranking (a miss), and the evaluation goes on. Both methods go through exactly this code: one
+:func:`~llamabot.evals.run.evaluate` run, a case per request (its candidates chosen before), scored by the
+reciprocal rank, :func:`rank_request` reporting the rest as the attempt's measures.
 """
 
 from __future__ import annotations
 
-import time
+import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
+from llamabot.evals import run
 from llamabot.evals.anot.data import Dataset, Request, select_candidates
 from llamabot.evals.anot.metrics import KS, hits_at, reciprocal_rank, summarize
+from llamabot.evals.dataset import Case
+from llamabot.evals.dataset import Dataset as Cases
 from llamabot.evals.provenance import provenance
+from llamabot.evals.run import Outcome
 from llamabot.models.base import ChatModel
 from llamabot.reasoning.anot.debug import DebugLog
 
@@ -126,35 +133,31 @@ def make_bot(method: str, model: str | ChatModel | None, log: DebugLog, **option
     raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
 
 
-def evaluate_request(
-    bot: Any, method: str, dataset: Dataset, request: Request, index: int, candidates: int, seed: int | str
-) -> RequestRecord:
-    """Rank one request's candidates with ``bot`` and record the outcome (errors are recorded, not raised)."""
-    chosen = select_candidates(len(dataset.items), request.gold_idx, candidates, seed, request.id)
-    items = [dataset.items[i] for i in chosen]
-    record = RequestRecord(
-        request.id, request.group, method, chosen, request.gold_idx, chosen.index(request.gold_idx) + 1, [], [], 0.0
-    )
-    started = time.perf_counter()
-    try:
-        result = bot(request.text, items, request_tag=f"R{index:02d}")
-    except Exception as exc:  # noqa: BLE001 - one failed request must not end the evaluation
-        record.seconds = time.perf_counter() - started
-        record.failed = f"{type(exc).__name__}: {exc}"
-        return record
-    record.seconds = time.perf_counter() - started
-    record.ranking = list(result.ranking.indices)
-    record.ranking_idx = [chosen[p - 1] for p in record.ranking]
-    record.ranking_source = result.ranking.source
-    record.phases = {name: stats.to_dict() for name, stats in result.stats.items()}
+def rank_request(bot: Any, items: Sequence[dict[str, Any]], text: str, candidates: list[int], tag: str) -> Outcome:
+    """Rank one request's candidates (dataset indices) with ``bot``: the ranking in candidate positions (1-indexed),
+    its source, per-phase timings, calls, tokens and errors, and the bot's full result as ``detail``."""
+    result = bot(text, [items[i] for i in candidates], request_tag=tag)
     totals = result.totals
-    record.calls, record.prompt_tokens, record.completion_tokens = totals.calls, totals.prompt_tokens, totals.completion_tokens
-    record.errors = list(result.errors)
-    for attribute in ("score_ranking", "final_ranking"):
-        alternative = getattr(result, attribute, None)
-        setattr(record, attribute, list(alternative.indices) if alternative is not None else None)
-    record.detail = result.to_dict()
-    return record
+    alternatives = {attribute: list(found.indices) if (found := getattr(result, attribute, None)) is not None else None
+                    for attribute in ("score_ranking", "final_ranking")}
+    return Outcome(list(result.ranking.indices), totals.prompt_tokens + totals.completion_tokens, metrics={
+        "ranking_source": result.ranking.source,
+        "phases": {name: stats.to_dict() for name, stats in result.stats.items()},
+        "calls": totals.calls, "prompt_tokens": totals.prompt_tokens, "completion_tokens": totals.completion_tokens,
+        "errors": list(result.errors), **alternatives, "detail": result.to_dict()})
+
+
+def _reciprocal_rank(output: str, case: Case) -> float:
+    return reciprocal_rank(json.loads(output), case.expected)
+
+
+def _record(attempt: run.Attempt, case: Case, method: str) -> RequestRecord:
+    """The harness's record of a general attempt on a request's case (a failed one: an empty ranking, a miss)."""
+    chosen = case.input["candidates"]
+    ranking = json.loads(attempt.output) if attempt.error is None and attempt.output else []
+    return RequestRecord(case.id, case.metadata["group"], method, chosen, case.metadata["gold_idx"], case.expected,
+                         ranking, [chosen[p - 1] for p in ranking], attempt.seconds, failed=attempt.error,
+                         **attempt.metrics)
 
 
 def select_requests(dataset: Dataset, request_ids: Sequence[str] | None, limit: int | None) -> list[Request]:
@@ -194,12 +197,21 @@ def evaluate(
                         provenance=provenance(bot.model_name, {method: bot.decoding}, {method: bot.prompt_texts}))
     if on_start is not None:
         on_start(report.provenance)
+    cases = []
     for index, request in enumerate(requests):
-        record = evaluate_request(bot, method, dataset, request, index, candidates, seed)
-        report.records.append(record)
+        chosen = select_candidates(len(dataset.items), request.gold_idx, candidates, seed, request.id)
+        cases.append(Case(request.id, {"text": request.text, "candidates": chosen, "tag": f"R{index:02d}"},
+                          chosen.index(request.gold_idx) + 1, {"group": request.group, "gold_idx": request.gold_idx}))
+    by_id = {case.id: case for case in cases}
+
+    def told(attempt: run.Attempt) -> None:
         if on_record is not None:
-            on_record(record)
+            on_record(_record(attempt, by_id[attempt.case], method))
+
+    ran = run.evaluate(partial(rank_request, bot, dataset.items), Cases(cases, dataset.name), _reciprocal_rank,
+                       concurrency=1, on_attempt=told, provenance=report.provenance)
+    report.records = [_record(attempt, by_id[attempt.case], method) for attempt in ran.attempts]
     return report
 
 
-__all__ = ["KS", "METHODS", "EvalReport", "RequestRecord", "evaluate", "evaluate_request", "make_bot", "select_requests"]
+__all__ = ["KS", "METHODS", "EvalReport", "RequestRecord", "evaluate", "make_bot", "rank_request", "select_requests"]
