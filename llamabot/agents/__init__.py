@@ -2,11 +2,13 @@
 
 ``GraphBot`` (the surface every graph bot shares: runs, streams, hooks, limits, approvals, deps, checkpoints),
 the agent's nodes (``DecideNode`` picks tools through a ``ToolBot``, ``FuncNode`` runs one tool), its run state,
-decisions, parallel calls and approvals, ``from_flow`` (any hand-made graph as a bot), agents as tools, and
-``AgentBot`` (the reference graph). The reasoning patterns (``llamabot.reasoning``) are graph bots too.
+decisions, parallel calls, the layer node (``LayerNode``: independent items at once, bounded) and approvals,
+``from_flow`` (any hand-made graph as a bot), agents as tools, and ``AgentBot`` (the reference graph). The
+reasoning patterns (``llamabot.reasoning``) are graph bots too.
 
 Composition from one import: ``from llamabot.agents import Node, AsyncNode, Flow, AsyncFlow, DualNode,
-DecideNode, FuncNode, GraphBot, from_flow`` (the engine's names with the agent layer's; loaded on first use).
+DecideNode, FuncNode, LayerNode, GraphBot, from_flow`` (the engine's names with the agent layer's; loaded on
+first use).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "Checkpoint": "llamabot.graph.checkpoint",
     "DecideNode": "llamabot.agents.nodes",
     "FuncNode": "llamabot.agents.nodes",
+    "LayerNode": "llamabot.agents.layer",
     "GraphBot": "llamabot.agents.graphbot",
     "FlowBot": "llamabot.agents.flowbot",
     "from_flow": "llamabot.agents.flowbot",
@@ -34,7 +37,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = ["AgentBot", "ApprovalRequired", "AsyncAgentBot", "AsyncFlow", "AsyncNode", "Checkpoint", "DecideNode",
-           "DualNode", "Flow", "FlowBot", "FuncNode", "GraphBot", "Node", "PausedRun", "from_flow"]
+           "DualNode", "Flow", "FlowBot", "FuncNode", "GraphBot", "LayerNode", "Node", "PausedRun", "from_flow"]
 
 if TYPE_CHECKING:
     from pocketflow import AsyncNode, Node
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
     from llamabot.agents.approval import ApprovalRequired, PausedRun
     from llamabot.agents.flowbot import FlowBot, from_flow
     from llamabot.agents.graphbot import GraphBot
+    from llamabot.agents.layer import LayerNode
     from llamabot.agents.nodes import DecideNode, FuncNode
     from llamabot.graph.checkpoint import Checkpoint
     from llamabot.graph.flow import AsyncFlow, DualNode, Flow

@@ -3,15 +3,16 @@
 The agent graph still walks one tool node per call, in the order the model asked, and each node still appends
 its call's result to the conversation, so results arrive in the model's order and every rule of the sequential
 run holds. What changes on the async path: when the node of a reply's first call runs while more calls of that
-reply are queued, it starts the queued ones early, as tasks (at most ``limit`` calls at once, its own included),
-and their nodes later take the outcome instead of calling the tool. Each early call is a ``tool_call`` span of
-its own, beside the node's (same parent), timed as it really ran.
+reply are queued, it starts the queued ones early, as the async side of a layer
+(:func:`llamabot.agents.layer.start_items`: tasks, at most ``limit`` calls at once, its own included), and their
+nodes later take the outcome instead of calling the tool. Each early call is a ``tool_call`` span of its own,
+beside the node's (same parent), timed as it really ran.
 
 A call starts early only when nothing can tell it from a sequential run:
 - its tool is not terminal (a terminal call ends the run; the calls after it must not run), needs no approval
   and takes no hidden parameter (``_memory`` would differ from what a sequential run shows it);
-- the run records no checkpoints and is not a durable run (both rely on one step at a time: a run continued from
-  a checkpoint must not repeat a call that already ran);
+- the run records no checkpoints (a run continued from a checkpoint must not repeat a call that already ran) and
+  is not a durable run (the layer's rule: its steps start one at a time, in order);
 - and only the calls up to the first one that fails these rules, so the order of effects stays the model's.
 
 Sync runs never start calls early. When a run fails or is cancelled, calls still running are cancelled.
@@ -22,9 +23,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from llamabot.agents.agent_state import PendingCall
-from llamabot.models.exchange import step_runner
+from llamabot.agents.layer import check_limit, overlaps, start_items
 from llamabot.observe.tracing import LiveRun, Span, close_span, start_span, under
 from llamabot.tools.call import ToolOutcome, ainvoke_tool
 from llamabot.tools.context import CALL_ID
@@ -42,8 +44,7 @@ class ParallelCalls:
     limit: int
 
     def __post_init__(self) -> None:
-        if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1:
-            raise ValueError(f"the parallel tool call limit must be a whole number >= 1, got {self.limit!r}")
+        check_limit(self.limit, "the parallel tool call limit")
 
     def early_tool(self, call: PendingCall) -> Tool | None:
         """The tool to call ``call`` with early, or ``None`` when it must wait for its turn."""
@@ -57,18 +58,20 @@ class ParallelCalls:
     def start(self, run: LiveRun | None, step_span: Span | None, queued: Sequence[PendingCall]) -> None:
         """Start the queued calls that may run early (see the module's rules), as tasks kept in the run's live
         values. ``step_span`` is the span of the node step starting them (theirs become its siblings)."""
-        if self.limit < 2 or run is None or step_runner() is not None:
+        if run is None or not overlaps(self.limit, len(queued) + 1):
             return
         if any(hook.sequential for hook in run.hooks):
             return
-        started = run.values.setdefault(EARLY, {})
-        parent = run.trace.spans[step_span.parent_id] if step_span and step_span.parent_id is not None else None
-        slots = asyncio.Semaphore(self.limit - 1)  # the starting node's own call holds the last slot
+        early: list[tuple[Tool, PendingCall]] = []
         for call in queued:
             tool = self.early_tool(call)
             if tool is None:
                 break
-            started[call.id] = asyncio.ensure_future(_early_call(tool, call, parent, slots))
+            early.append((tool, call))
+        parent = run.trace.spans[step_span.parent_id] if step_span and step_span.parent_id is not None else None
+        # the starting node's own call holds the last slot
+        tasks = start_items(early, partial(_early_call, parent), self.limit - 1)
+        run.values.setdefault(EARLY, {}).update((call.id, task) for (_, call), task in zip(early, tasks, strict=True))
 
 
 def take_early(run: LiveRun | None, call: PendingCall) -> asyncio.Future[ToolOutcome] | None:
@@ -89,23 +92,23 @@ def cancel_early(run: LiveRun | None) -> None:
             task.exception()  # retrieved: the run's own error is what the caller sees, not a logged orphan
 
 
-async def _early_call(tool: Tool, call: PendingCall, parent: Span | None, slots: asyncio.Semaphore) -> ToolOutcome:
-    async with slots:
-        with under(parent):
-            opened = start_span(call.name, "tool_call", "tool_call", None,
-                                {"arguments": call.arguments, "call_id": call.id, "early": True})
-            try:
-                outcome = await ainvoke_tool(tool, call.arguments, {CALL_ID: call.id}, validated=True)
-            except BaseException as exc:
-                close_span(opened, None, exc)
-                raise
-            if opened is not None:
-                if outcome.error is not None:
-                    opened[0].error = outcome.error
-                else:
-                    opened[0].attributes["result"] = outcome.value
-            close_span(opened, None)
-            return outcome
+async def _early_call(parent: Span | None, early: tuple[Tool, PendingCall]) -> ToolOutcome:
+    tool, call = early
+    with under(parent):
+        opened = start_span(call.name, "tool_call", "tool_call", None,
+                            {"arguments": call.arguments, "call_id": call.id, "early": True})
+        try:
+            outcome = await ainvoke_tool(tool, call.arguments, {CALL_ID: call.id}, validated=True)
+        except BaseException as exc:
+            close_span(opened, None, exc)
+            raise
+        if opened is not None:
+            if outcome.error is not None:
+                opened[0].error = outcome.error
+            else:
+                opened[0].attributes["result"] = outcome.value
+        close_span(opened, None)
+        return outcome
 
 
 __all__ = ["EARLY", "ParallelCalls", "cancel_early", "take_early"]

@@ -1,25 +1,24 @@
 """Phase 3's core: fill the steps of one layer and call the model for each, through the model seam.
 
 One step is one exchange (``step_exchange``: yield a request, receive the reply, return its text), and one
-layer is :func:`_step_output` per step, then :func:`_layer_outputs` over the results. The two drivers differ
-only in how the steps overlap: :func:`run_layer` (the sync bot, the CLI) runs them at once in worker threads,
-:func:`arun_layer` (the async bot) as tasks under ``asyncio.gather``; both hold at most ``concurrency`` model
-calls in flight, both give every step a ``lwt_step`` span under the layer's span. A step whose variables
-cannot be filled does not call the model: its output is ``ERROR: ...`` (the ranking then falls back, see
-``ranking.py``). A model failure is raised after the layer's other steps have finished.
+layer is :func:`step_output` per step, run by the one layer logic (:mod:`llamabot.agents.layer`): :func:`run_layer`
+(the sync bot, the CLI) runs them at once in worker threads, :func:`arun_layer` (the async bot) as tasks under
+``asyncio.gather``; both hold at most ``concurrency`` model calls in flight (one at a time in a durable run),
+both give every step a ``lwt_step`` span under the layer's span. A step whose variables cannot be filled does not
+call the model: its output is ``ERROR: ...`` (the ranking then falls back, see ``ranking.py``). A model failure
+is raised after the layer's other steps have finished.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from llamabot.agents.layer import arun_items, run_items
 from llamabot.models.base import ChatModel
-from llamabot.models.exchange import Exchange, arun_exchange, run_exchange, step_runner
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import system, user
 from llamabot.models.reply import ModelRequest
 from llamabot.observe.tracing import span
@@ -70,7 +69,7 @@ def _check_concurrency(concurrency: int) -> None:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
 
 
-def _step_output(call: StepCall, model: ChatModel, params: dict[str, Any]) -> str:
+def step_output(call: StepCall, model: ChatModel, params: dict[str, Any]) -> str:
     """One step, sync: its ``ERROR: ...`` output when it could not be filled, else the model's answer."""
     if call.prompt is None:
         return _error_output(call)
@@ -78,20 +77,17 @@ def _step_output(call: StepCall, model: ChatModel, params: dict[str, Any]) -> st
         return run_exchange(step_exchange(model.name, call.prompt, params), model)
 
 
-def _captured(call: StepCall, model: ChatModel, params: dict[str, Any]) -> str | BaseException:
-    """:func:`_step_output`, its exception returned instead of raised (as ``gather(return_exceptions=True)``)."""
-    try:
-        return _step_output(call, model, params)
-    except BaseException as exc:  # noqa: BLE001 - raised by _layer_outputs once every step has finished
-        return exc
+async def astep_output(call: StepCall, model: ChatModel, params: dict[str, Any]) -> str:
+    """Async twin of :func:`step_output`."""
+    if call.prompt is None:
+        return _error_output(call)
+    with span(call.step.id, "lwt_step"):
+        return await arun_exchange(step_exchange(model.name, call.prompt, params), model)
 
 
-def _layer_outputs(calls: Sequence[StepCall], results: Sequence[str | BaseException]) -> dict[str, str]:
-    """Step id -> output, once every step has finished; the first step's failure (in step order) is raised."""
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-    return {call.step.id: str(result) for call, result in zip(calls, results, strict=True)}
+def layer_outputs(calls: Sequence[StepCall], outputs: Sequence[str]) -> dict[str, str]:
+    """Step id -> output."""
+    return {call.step.id: output for call, output in zip(calls, outputs, strict=True)}
 
 
 def run_layer(
@@ -102,12 +98,7 @@ def run_layer(
     caller's context, so its step span nests under the layer's span. Inside a durable run (a step runner is set:
     its steps are recorded in order) the steps run one at a time. Returns step id -> output."""
     _check_concurrency(concurrency)
-    calling = [call for call in calls if call.prompt is not None]
-    if concurrency == 1 or len(calling) < 2 or step_runner() is not None:
-        return _layer_outputs(calls, [_captured(call, model, params) for call in calls])
-    with ThreadPoolExecutor(max_workers=min(concurrency, len(calling)), thread_name_prefix="anot-step") as pool:
-        futures = [pool.submit(contextvars.copy_context().run, _captured, call, model, params) for call in calls]
-        return _layer_outputs(calls, [future.result() for future in futures])
+    return layer_outputs(calls, run_items(calls, partial(step_output, model=model, params=params), concurrency))
 
 
 async def arun_layer(
@@ -115,13 +106,5 @@ async def arun_layer(
 ) -> dict[str, str]:
     """Run the steps concurrently, at most ``concurrency`` model calls at a time; returns step id -> output."""
     _check_concurrency(concurrency)
-    limit = asyncio.Semaphore(concurrency)
-
-    async def one(call: StepCall) -> str:
-        if call.prompt is None:
-            return _error_output(call)
-        async with limit:
-            with span(call.step.id, "lwt_step"):
-                return await arun_exchange(step_exchange(model.name, call.prompt, params), model)
-
-    return _layer_outputs(calls, await asyncio.gather(*(one(call) for call in calls), return_exceptions=True))
+    work = partial(astep_output, model=model, params=params)
+    return layer_outputs(calls, await arun_items(calls, work, concurrency))

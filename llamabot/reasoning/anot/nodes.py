@@ -15,9 +15,9 @@
   invalid calls, a text reply, a failed model call, ``done`` refusing too often) routes ``"failed"`` to
   ``LWTEndNode`` instead of failing the run: the agent's script if executable, else the draft, else a one-step
   script runs, and the reason is kept in ``phase2`` and ``errors``.
-- ``LayerNode`` (phase 3): one visit per execution layer; fills the layer's steps and runs them at once (worker
-  threads in the sync flow, tasks in the async flow, at most ``concurrency`` model calls either way), then loops
-  to itself until the last layer.
+- ``LayerNode`` (phase 3, the agents' layer node): one visit per execution layer; fills the layer's steps and
+  runs them at once (worker threads in the sync flow, tasks in the async flow, at most ``concurrency`` model calls
+  either way), then loops to itself until the last layer.
 - ``RankNode``: parses the final step's output into a ranking (fallbacks in ``ranking.py``); ends the run.
 
 Nodes keep no per-run attributes and log nothing: everything per run is data in the shared dict (see
@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from llamabot.agents import layer
 from llamabot.agents.agent_state import new_run_state
 from llamabot.agents.nodes import DecideNode, FuncNode, ToolStep
 from llamabot.bot.structuredbot import StructuredBot
@@ -41,7 +42,14 @@ from llamabot.models.base import ChatModel
 from llamabot.models.exchange import arun_exchange, run_exchange
 from llamabot.observe.tracing import Span, close_span, current_run, current_span, open_span, span
 from llamabot.reasoning.anot.draft import draft_lwt, fallback_lwt
-from llamabot.reasoning.anot.executor import DEFAULT_CONCURRENCY, StepCall, arun_layer, fill_layer, run_layer
+from llamabot.reasoning.anot.executor import (
+    DEFAULT_CONCURRENCY,
+    StepCall,
+    astep_output,
+    fill_layer,
+    layer_outputs,
+    step_output,
+)
 from llamabot.reasoning.anot.item_views import compact_schema
 from llamabot.reasoning.anot.logic import logic_scores
 from llamabot.reasoning.anot.lwt import LWTError, LWTStep, execution_layers, final_step
@@ -292,11 +300,12 @@ class LayerInput:
     calls: list[StepCall]
 
 
-class LayerNode(DualNode):
-    """Phase 3: run one execution layer (its steps at once, at most ``concurrency`` model calls, in the sync and
-    the async flow alike), then the next."""
+class LayerNode(layer.LayerNode):
+    """Phase 3: run one execution layer (the agents' :class:`~llamabot.agents.layer.LayerNode`: its steps at
+    once, at most ``concurrency`` model calls, in the sync and the async flow alike), then the next."""
 
     name = "layer"
+    span_kind = "node"
 
     def __init__(
         self,
@@ -306,9 +315,9 @@ class LayerNode(DualNode):
         concurrency: int = DEFAULT_CONCURRENCY,
         max_chars: int = DEFAULT_MAX_CHARS,
     ):
-        super().__init__()
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        super().__init__(concurrency)
         self.model = model
         self.completion_params = params  # not `params`: pocketflow's Flow overwrites node.params on every run
         self.concurrency = concurrency
@@ -319,13 +328,22 @@ class LayerNode(DualNode):
         context = SubstitutionContext(shared["query"], shared["items"], shared["outputs"], self.max_chars)
         return LayerInput(index, fill_layer(layers[index], context))
 
-    def exec(self, inp: LayerInput) -> PhaseOutcome:
-        with span("P3", PHASE_KIND, layer=inp.index) as phase:
-            return PhaseOutcome(run_layer(inp.calls, self.model, self.completion_params, self.concurrency), phase)
+    def items(self, inp: LayerInput) -> list[StepCall]:
+        return inp.calls
 
-    async def exec_async(self, inp: LayerInput) -> PhaseOutcome:
+    def run_item(self, inp: LayerInput, call: StepCall) -> str:
+        return step_output(call, self.model, self.completion_params)
+
+    async def arun_item(self, inp: LayerInput, call: StepCall) -> str:
+        return await astep_output(call, self.model, self.completion_params)
+
+    def exec(self, inp: LayerInput) -> PhaseOutcome:  # type: ignore[override]
         with span("P3", PHASE_KIND, layer=inp.index) as phase:
-            return PhaseOutcome(await arun_layer(inp.calls, self.model, self.completion_params, self.concurrency), phase)
+            return PhaseOutcome(layer_outputs(inp.calls, super().exec(inp)), phase)
+
+    async def exec_async(self, inp: LayerInput) -> PhaseOutcome:  # type: ignore[override]
+        with span("P3", PHASE_KIND, layer=inp.index) as phase:
+            return PhaseOutcome(layer_outputs(inp.calls, await super().exec_async(inp)), phase)
 
     def post(self, shared: dict[str, Any], inp: LayerInput, outcome: PhaseOutcome) -> str:
         shared["outputs"].update(outcome.value)

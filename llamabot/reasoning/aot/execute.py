@@ -1,10 +1,11 @@
 """Plan execution: deterministic, usable without any LLM.
 
-Atoms run in topological layers (ordered by id within a layer); in the async path the atoms of a layer run
-concurrently. References resolve from the results of earlier layers. Every atom's inputs, result, attempts and
-duration are recorded. On failure execution stops at the failing atom with :class:`AtomExecutionError` (naming
-the atom, the tool, the resolved inputs and the cause); completed atoms whose tool declares a compensating tool
-are compensated in reverse plan order; nothing computed is lost: the partial record is on the error.
+Atoms run in topological layers (ordered by id within a layer); the atoms of a layer run concurrently (worker
+threads on the sync path, tasks on the async path: :mod:`llamabot.agents.layer`). References resolve from the
+results of earlier layers. Every atom's inputs, result, attempts and duration are recorded. On failure execution
+stops after the failing atom's layer with :class:`AtomExecutionError` (naming the atom, the tool, the resolved
+inputs and the cause); completed atoms whose tool declares a compensating tool are compensated in reverse plan
+order; nothing computed is lost: the partial record is on the error.
 
 One implementation, in steps that the graph (``graph.py``: ``LayerNode``, ``CompensateNode``, ``ReportNode``)
 and :func:`execute_plan` / :func:`aexecute_plan` share:
@@ -13,8 +14,8 @@ and :func:`execute_plan` / :func:`aexecute_plan` share:
   tool-call logic (:func:`llamabot.tools.call.tool_call`: validation, the retry policy, timeouts; sync tools in
   worker threads on the async path) driven by ``run_exchange`` / ``arun_exchange``, inside a ``tool_call`` span
   of kind ``atom`` (arguments: the resolved inputs) that the run's hooks see start and end as it happens.
-- :func:`run_layer` / :func:`arun_layer`: the atoms of one layer, all of them either way (in id order / all
-  at once under ``asyncio.gather``); they return new atom records and change nothing.
+- :func:`run_layer` / :func:`arun_layer`: the atoms of one layer (a :class:`LayerInput`), all of them at once
+  either way (the one layer logic, :mod:`llamabot.agents.layer`); they return new atom records and change nothing.
 - :func:`apply_layer`, :func:`compensation_calls`, :func:`run_compensations` / :func:`arun_compensations`,
   :func:`apply_compensations`, :func:`finish`, :func:`execution_error`: the rest, on an :class:`ExecutionRecord`.
 
@@ -28,10 +29,13 @@ import asyncio
 import time
 import weakref
 from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from llamabot.agents.agent_state import PendingCall
 from llamabot.agents.approval import Gate, adecide_call, approval_gate, decide_call
+from llamabot.agents.layer import arun_items, run_items
 from llamabot.errors import DependencyCycleError, ToolArgumentsError
 from llamabot.graph.layers import topological_layers
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
@@ -51,6 +55,7 @@ from llamabot.reasoning.aot.record import (
     ExecutionRecord,
     RetryPolicy,
 )
+from llamabot.reasoning.aot.schema import MAX_ATOMS
 from llamabot.tools.approval import ApprovalMissingError
 from llamabot.tools.call import ToolOutcome, tool_call
 from llamabot.tools.tool import Tool
@@ -226,37 +231,53 @@ def _cause(outcome: ToolOutcome) -> str:
 # -- one layer ------------------------------------------------------------------------------------------------
 
 
-def run_layer(tools: AtomTools, record: ExecutionRecord, index: int) -> list[AtomRecord]:
-    """The atoms of layer ``index``, one by one in id order; the layer always finishes, so the same atoms run as
-    in :func:`arun_layer` (an atom's failure does not keep its independent neighbours from running; the failed
-    layer's completed atoms are compensated either way). Their new records; ``record`` is not changed
+#: At most this many atoms of a layer run at once: a plan's widest layer (:data:`~.schema.MAX_ATOMS`), all of it.
+LAYER_LIMIT = MAX_ATOMS
+
+
+@dataclass(slots=True)
+class LayerInput:
+    """One visit of a layer: its index, the record, the atoms it runs and the results their inputs resolve from.
+    On the async side ``finished`` receives each atom's record as soon as it finishes (so a caller cancelled
+    mid-layer still knows which atoms completed and must be compensated) and ``pool`` runs blocking sync tools."""
+
+    index: int
+    record: ExecutionRecord
+    atoms: list[Atom]
+    results: dict[int, Any]
+    finished: list[AtomRecord] = field(default_factory=list)
+    pool: Executor | None = None
+
+
+def layer_input(record: ExecutionRecord, index: int) -> LayerInput:
+    """The visit of layer ``index``: its atoms and the results their inputs resolve from."""
+    atoms = layer_atoms(record, index)
+    return LayerInput(index, record, atoms, layer_results(record, atoms))
+
+
+def layer_atom(tools: AtomTools, inp: LayerInput, atom: Atom) -> AtomRecord:
+    """One atom of a layer, sync (:func:`run_atom`)."""
+    return run_atom(tools, atom, inp.results)
+
+
+async def alayer_atom(tools: AtomTools, inp: LayerInput, atom: Atom) -> AtomRecord:
+    """One atom of a layer, async (:func:`arun_atom`), its record kept in ``inp.finished`` as soon as it is done."""
+    done = await arun_atom(tools, atom, inp.results, inp.pool)
+    inp.finished.append(done)
+    return done
+
+
+def run_layer(tools: AtomTools, inp: LayerInput) -> list[AtomRecord]:
+    """The atoms of a layer on worker threads, every one of them, as :func:`arun_layer` runs them (one layer
+    logic: :func:`llamabot.agents.layer.run_items`). Their new records in id order; the record is not changed
     (:func:`apply_layer` does that)."""
-    atoms = layer_atoms(record, index)
-    results = layer_results(record, atoms)
-    return [run_atom(tools, atom, results) for atom in atoms]
+    return run_items(inp.atoms, partial(layer_atom, tools, inp), LAYER_LIMIT)
 
 
-async def arun_layer(tools: AtomTools, record: ExecutionRecord, index: int,
-                     threads: LayerThreads | None = None,
-                     finished: list[AtomRecord] | None = None) -> list[AtomRecord]:
-    """The atoms of layer ``index`` concurrently (``asyncio.gather``; each atom's span is a child of the active
-    span, in its own task); the layer always finishes. Blocking sync tools run in ``threads`` (the execution's
-    own pool, as wide as its widest layer, so a layer of them overlaps completely), else in the shared tool
-    threads. ``finished``, when given, receives each atom's record as soon as it finishes, so a caller that is
-    cancelled mid-layer still knows which atoms completed (and must be compensated)."""
-    atoms = layer_atoms(record, index)
-    results = layer_results(record, atoms)
-    pool = None if threads is None or len(atoms) == 1 else threads.for_layer(tools, record, atoms)
-
-    async def one(atom: Atom) -> AtomRecord:
-        done = await arun_atom(tools, atom, results, pool)
-        if finished is not None:
-            finished.append(done)
-        return done
-
-    if len(atoms) == 1:
-        return [await one(atoms[0])]
-    return list(await asyncio.gather(*(one(atom) for atom in atoms)))
+async def arun_layer(tools: AtomTools, inp: LayerInput) -> list[AtomRecord]:
+    """Async twin of :func:`run_layer` (tasks under ``asyncio.gather``; each atom's span a child of the active
+    span, in its own task)."""
+    return await arun_items(inp.atoms, partial(alayer_atom, tools, inp), LAYER_LIMIT)
 
 
 class LayerThreads:
@@ -322,7 +343,7 @@ def execute_plan(
     index = next_layer(record, 0)
     while index < len(record.layers):
         started = time.perf_counter()
-        if not apply_layer(record, run_layer(config, record, index), time.perf_counter() - started):
+        if not apply_layer(record, run_layer(config, layer_input(record, index)), time.perf_counter() - started):
             started = time.perf_counter()
             calls = compensation_calls(config, record)
             apply_compensations(record, calls, run_compensations(config, calls), time.perf_counter() - started)
@@ -356,11 +377,13 @@ async def aexecute_plan(
     try:
         while index < len(record.layers):
             started = time.perf_counter()
-            finished: list[AtomRecord] = []
+            inp = layer_input(record, index)
+            if threads is not None:
+                inp.pool = threads.for_layer(config, record, inp.atoms)
             try:
-                done = await arun_layer(config, record, index, threads, finished)
+                done = await arun_layer(config, inp)
             except asyncio.CancelledError as cancelled:
-                await compensate_cancelled(config, record, finished, time.perf_counter() - started)
+                await compensate_cancelled(config, record, inp.finished, time.perf_counter() - started)
                 cancelled.record = record  # type: ignore[attr-defined]
                 raise
             if not apply_layer(record, done, time.perf_counter() - started):

@@ -2,7 +2,8 @@
 form is drawn in :mod:`llamabot.reasoning.aot.graph`.
 
 - :class:`PlanNode`: the decision: one model call for a plan (schema-constrained JSON), parsed and validated.
-- :class:`LayerNode`: one execution layer per visit; a cancelled async layer compensates what completed.
+- :class:`LayerNode`: one execution layer per visit (the agents' layer node); a cancelled async layer compensates
+  what completed.
 - :class:`ReportNode`: the final atom's answer. :class:`VoteNode`: the majority answer of the samples.
 - :class:`CompensateNode`: after a failed layer, undo completed atoms, then re-plan with the failure or give up.
 
@@ -20,6 +21,7 @@ from typing import Any
 from loguru import logger
 from pydantic import ValidationError
 
+from llamabot.agents import layer
 from llamabot.graph.flow import DualNode
 from llamabot.models.base import ChatModel
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
@@ -37,15 +39,17 @@ from llamabot.reasoning.aot.compensate import (
     run_compensations,
 )
 from llamabot.reasoning.aot.execute import (
+    LAYER_LIMIT,
+    LayerInput,
+    alayer_atom,
     apply_layer,
-    arun_layer,
     compensate_cancelled,
-    layer_atoms,
+    layer_atom,
+    layer_input,
     new_record,
     next_layer,
-    run_layer,
 )
-from llamabot.reasoning.aot.plan import Plan
+from llamabot.reasoning.aot.plan import Atom, Plan
 from llamabot.reasoning.aot.prompts import EXECUTION_FAILED_MESSAGE, REPLAN_MESSAGE, planner_prompt
 from llamabot.reasoning.aot.record import AtomRecord, AtomTools, ExecutionRecord
 from llamabot.reasoning.aot.samples import sample_failed, sample_finished, vote
@@ -166,41 +170,44 @@ class PlanNode(DualNode):
         return "invalid"
 
 
-@dataclass(slots=True)
-class LayerInput:
-    index: int
-    record: ExecutionRecord
-
-
 #: The run value holding the run's :class:`LayerThreads`.
 THREADS = "aot_threads"
 
 
-class LayerNode(DualNode):
+class LayerNode(layer.LayerNode):
     """Run one execution layer per visit, then loop to itself (``"layer"``) until the last one (``"done"``), or
-    stop at a failed layer (``"failed"``). Each atom is a ``tool_call`` span of kind ``atom`` (see
-    :func:`llamabot.reasoning.aot.execute.run_atom`): in id order on the sync path, all at once on the async path
-    (``asyncio.gather``); either way every atom of the layer runs (the same atoms, the same failure). The step's span is kind
-    ``layer`` with attributes ``layer`` (the index) and ``atoms`` (their ids)."""
+    stop at a failed layer (``"failed"``). The layer is the agents' :class:`~llamabot.agents.layer.LayerNode`:
+    every atom runs, all at once (worker threads in a sync flow, tasks in an async one; the same atoms run and
+    fail either way). Each atom is a ``tool_call`` span of kind ``atom`` (see
+    :func:`llamabot.reasoning.aot.execute.run_atom`). The step's span is kind ``layer`` with attributes
+    ``layer`` (the index) and ``atoms`` (their ids)."""
 
     name = "execute"
-    span_kind = "layer"
 
     def __init__(self, tools: AtomTools):
-        super().__init__()
+        super().__init__(LAYER_LIMIT)
         self.tools = tools
 
     def prep(self, shared: dict[str, Any]) -> LayerInput:
-        return LayerInput(shared["layer"], shared["record"])
+        return layer_input(shared["record"], shared["layer"])
 
     def span_attributes(self, inp: LayerInput) -> dict[str, Any]:
-        return {"layer": inp.index, "atoms": [a.id for a in layer_atoms(inp.record, inp.index)]}
+        return {"layer": inp.index, "atoms": [a.id for a in inp.atoms]}
 
-    def exec(self, inp: LayerInput) -> tuple[list[AtomRecord], float]:
+    def items(self, inp: LayerInput) -> list[Atom]:
+        return inp.atoms
+
+    def run_item(self, inp: LayerInput, atom: Atom) -> AtomRecord:
+        return layer_atom(self.tools, inp, atom)
+
+    async def arun_item(self, inp: LayerInput, atom: Atom) -> AtomRecord:
+        return await alayer_atom(self.tools, inp, atom)
+
+    def exec(self, inp: LayerInput) -> tuple[list[AtomRecord], float]:  # type: ignore[override]
         started = time.perf_counter()
-        return run_layer(self.tools, inp.record, inp.index), time.perf_counter() - started
+        return super().exec(inp), time.perf_counter() - started
 
-    async def exec_async(self, inp: LayerInput) -> tuple[list[AtomRecord], float]:
+    async def exec_async(self, inp: LayerInput) -> tuple[list[AtomRecord], float]:  # type: ignore[override]
         """The layer's atoms at once. Cancelled (a timeout, a client gone), it records the atoms of this layer
         that finished, compensates every completed atom newest first (shielded from a second cancellation),
         marks the record failed (``"cancelled"``) and lets the ``CancelledError`` propagate with the record
@@ -208,11 +215,12 @@ class LayerNode(DualNode):
         started = time.perf_counter()
         run = current_run()
         threads = None if run is None else run.values.get(THREADS)  # the run's own pool (AoTBot.run_values)
-        finished: list[AtomRecord] = []
+        if threads is not None:
+            inp.pool = threads.for_layer(self.tools, inp.record, inp.atoms)
         try:
-            done = await arun_layer(self.tools, inp.record, inp.index, threads, finished)
+            done = await super().exec_async(inp)
         except asyncio.CancelledError as cancelled:
-            await compensate_cancelled(self.tools, inp.record, finished, time.perf_counter() - started)
+            await compensate_cancelled(self.tools, inp.record, inp.finished, time.perf_counter() - started)
             cancelled.record = inp.record  # type: ignore[attr-defined]
             raise
         return done, time.perf_counter() - started
