@@ -49,7 +49,7 @@ class RunHooks:
     """
 
     #: Whether the hook needs a run's steps one at a time (a checkpoint of each boundary): runs with such a hook
-    #: never start tool calls early (see ``graph/parallel_calls``).
+    #: never start tool calls early (see ``agents/parallel_calls``).
     sequential: bool = False
 
     def for_run(self) -> RunHooks:
