@@ -21,7 +21,7 @@ from typing import Any
 from llamabot.bot.options import bot_settings, check_shared, strict_options
 from llamabot.errors import ToolArgumentsError
 from llamabot.models.base import ChatModel
-from llamabot.models.exchange import Exchange, Single, arun_exchange, run_exchange
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import Message, assistant, system, to_messages
 from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usage
 from llamabot.models.resolve import get_model, model_family
@@ -161,11 +161,8 @@ class ToolBot:
         return ModelRequest(self.model_name, conversation, self.schemas, self._choice, None, self.model_settings)
 
     def exchange_messages(self, conversation: list[Message]) -> Exchange[ToolBotReply]:
-        """The turn as an exchange over chat messages that are already normalised (the agent's memory): one
-        model request, its reply parsed into tool calls."""
-        return Single(self.request(conversation), self._parsed)
-
-    def _parsed(self, reply: ModelReply) -> ToolBotReply:
+        """The turn as an exchange over chat messages that are already normalised (the agent's memory)."""
+        reply = yield self.request(conversation)
         return parse_tool_calls(reply, self.tools)
 
     def turn(self, conversation: list[Message]) -> ToolBotReply:

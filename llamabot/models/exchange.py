@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from llamabot.models.base import ChatModel, TokenCallback
 from llamabot.models.reply import ModelRequest
@@ -38,22 +38,8 @@ class Effect(Protocol):
     async def arun(self) -> Any: ...
 
 
-class Single(Generic[T]):
-    """An exchange of exactly one request, whose result is ``finish(reply)``: the drivers carry it out without
-    a generator (the single-yield short-cut), and ``yield from`` works on it as on the generator it stands for."""
-
-    __slots__ = ("request", "finish")
-
-    def __init__(self, request: ModelRequest | Effect, finish: Callable[[Any], T]):
-        self.request, self.finish = request, finish
-
-    def __iter__(self) -> Generator[ModelRequest | Effect, Any, T]:
-        return self.finish((yield self.request))
-
-
-#: A generator that yields model requests or effects, receives their replies and returns ``T`` (or a
-#: :class:`Single`: one request, then ``finish(reply)``).
-Exchange = Generator[ModelRequest | Effect, Any, T] | Single[T]
+#: A generator that yields model requests or effects, receives their replies and returns ``T``.
+Exchange = Generator[ModelRequest | Effect, Any, T]
 
 
 class StepRunner(Protocol):
@@ -90,27 +76,15 @@ step_runner: Callable[[], StepRunner | None] = _STEPS.get
 def carry_out(request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any:
     """Carry out one request synchronously: a model call through the seam, or the effect's ``run()``."""
     if type(request) is ModelRequest:
-        if model is None:
-            raise _no_model()
-        return call_model(model, request, on_token)
-    try:
-        run = request.run
-    except AttributeError:
-        raise _not_an_effect(request) from None
-    return run()
+        return call_model(_needed(model), request, on_token)
+    return _effect(request, "run")()
 
 
 async def acarry_out(request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any:
     """Async twin of :func:`carry_out` (``await acall_model``, ``await effect.arun()``)."""
     if type(request) is ModelRequest:
-        if model is None:
-            raise _no_model()
-        return await acall_model(model, request, on_token)
-    try:
-        arun = request.arun
-    except AttributeError:
-        raise _not_an_effect(request) from None
-    return await arun()
+        return await acall_model(_needed(model), request, on_token)
+    return await _effect(request, "arun")()
 
 
 def run_exchange(exchange: Exchange[T], model: ChatModel | None = None, on_token: TokenCallback | None = None) -> T:
@@ -120,8 +94,6 @@ def run_exchange(exchange: Exchange[T], model: ChatModel | None = None, on_token
     """
     steps = _STEPS.get()
     perform = carry_out if steps is None else steps.step
-    if type(exchange) is Single:
-        return exchange.finish(perform(exchange.request, model, on_token))
     try:
         request = next(exchange)
         while True:
@@ -136,10 +108,6 @@ async def arun_exchange(
     """Drive ``exchange`` to completion with async model calls and ``await effect.arun()`` (the event loop is
     never blocked). ``model`` may be ``None`` for an exchange that makes no model call."""
     steps = _STEPS.get()
-    if type(exchange) is Single:
-        request = exchange.request
-        reply = await (acarry_out(request, model, on_token) if steps is None else steps.astep(request, model, on_token))
-        return exchange.finish(reply)
     try:
         request = next(exchange)
         if steps is not None:
@@ -151,19 +119,24 @@ async def arun_exchange(
         return stop.value
 
 
-def _no_model() -> TypeError:
-    return TypeError("the exchange asked for a model call, but the driver was given no model")
+def _needed(model: ChatModel | None) -> ChatModel:
+    if model is None:
+        raise TypeError("the exchange asked for a model call, but the driver was given no model")
+    return model
 
 
-def _not_an_effect(request: Any) -> TypeError:
-    """The error for a request that is neither a model request nor an effect."""
-    return TypeError(
-        f"an exchange yielded {type(request).__name__}, which is neither a ModelRequest nor an effect "
-        "(an object with run() and async arun())"
-    )
+def _effect(request: Any, method: str) -> Any:
+    """The effect's ``run`` or ``arun`` method; a clear error for anything that is not an effect."""
+    try:
+        return getattr(request, method)
+    except AttributeError:
+        raise TypeError(
+            f"an exchange yielded {type(request).__name__}, which is neither a ModelRequest nor an effect "
+            "(an object with run() and async arun())"
+        ) from None
 
 
 __all__ = [
-    "Effect", "Exchange", "Single", "StepRunner", "acarry_out", "arun_exchange", "carry_out", "run_exchange", "step_runner",
+    "Effect", "Exchange", "StepRunner", "acarry_out", "arun_exchange", "carry_out", "run_exchange", "step_runner",
     "using_steps",
 ]

@@ -47,7 +47,7 @@ from llamabot.errors import (
     ToolUnavailableError,
     tool_failure,
 )
-from llamabot.models.exchange import Exchange, Single, arun_exchange, run_exchange
+from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import tool_result_text
 from llamabot.observe.tracing import log_debug
 from llamabot.tools.retry import Retry
@@ -97,6 +97,7 @@ class ToolAttempt:
     ``executor`` runs sync tools in async runs when there is no timeout (default: a shared pool of
     :data:`TOOL_THREADS` threads); with a timeout, a daemon thread per attempt (so a hung tool never blocks the
     interpreter's exit). Returns :data:`Attempted`; exceptions of the tool are returned, not raised.
+    Carried out by :func:`attempt` / :func:`aattempt`.
     """
 
     __slots__ = ("tool", "kwargs", "timeout", "executor")
@@ -117,45 +118,53 @@ class ToolAttempt:
     __hash__ = None  # type: ignore[assignment]  # kwargs is a dict
 
     def run(self) -> Attempted:
-        """Run ``tool.func(**kwargs)`` once in this thread (in a daemon worker thread within ``timeout`` seconds
-        when one is set). Exceptions of the tool are returned, not raised."""
-        tool, kwargs, timeout = self.tool, self.kwargs, self.timeout
-        if tool.is_async:
-            return None, _async_in_sync_run(tool)
-        if timeout is None:
-            value, error = _called(tool, kwargs)
-        else:
-            future = _daemon_thread(functools.partial(_called, tool, kwargs), tool.name)
-            if not futures.wait((future,), timeout=timeout).done:
-                return None, _timed_out(tool, timeout)
-            value, error = future.result()
-        if error is None and inspect.isawaitable(value):  # from a sync function
-            getattr(value, "close", lambda: None)()  # close it: no "coroutine was never awaited" warning
-            return None, _async_in_sync_run(tool)
-        return value, error
+        return attempt(self.tool, self.kwargs, self.timeout)
 
     async def arun(self) -> Attempted:
-        """Async twin of :meth:`run`: coroutine tools awaited on the loop, sync tools in a worker thread
-        (``executor``, default the shared pool) unless they neither block nor have a timeout."""
-        tool, kwargs, timeout, executor = self.tool, self.kwargs, self.timeout, self.executor
-        if timeout is None and _at_once(tool):
-            value, error = _called(tool, kwargs)
-            if error is None and inspect.isawaitable(value):
-                return await _awaited(value, tool)
-            return value, error
-        try:
-            if tool.is_async or tool.afunc is not None:  # a coroutine function, or a coroutine twin (an MCP tool)
-                coroutine = (tool.func if tool.is_async else tool.afunc)(**kwargs)
-                value, error = await _within(_awaited(coroutine, tool), timeout, tool)
-            else:
-                value, error = await _within(_threaded(tool, kwargs, timeout, executor), timeout, tool)
-            if error is None and inspect.isawaitable(value):  # a sync function's
-                value, error = await _awaited(value, tool)
-        except _PASSED_ON:
-            raise
-        except BaseException as exc:  # noqa: BLE001 - the coroutine function's own call failed (e.g. a TypeError)
-            return None, tool_failure(tool.name, exc)
+        return await aattempt(self.tool, self.kwargs, self.timeout, self.executor)
+
+
+def attempt(tool: Tool, kwargs: dict[str, Any], timeout: float | None = None) -> Attempted:
+    """Run ``tool.func(**kwargs)`` once in this thread (in a daemon worker thread within ``timeout`` seconds when
+    one is set): what :meth:`ToolAttempt.run` carries out. Exceptions of the tool are returned, not raised."""
+    if tool.is_async:
+        return None, _async_in_sync_run(tool)
+    if timeout is None:
+        value, error = _called(tool, kwargs)
+    else:
+        future = _daemon_thread(functools.partial(_called, tool, kwargs), tool.name)
+        if not futures.wait((future,), timeout=timeout).done:
+            return None, _timed_out(tool, timeout)
+        value, error = future.result()
+    if error is None and inspect.isawaitable(value):  # from a sync function
+        getattr(value, "close", lambda: None)()  # close it: no "coroutine was never awaited" warning
+        return None, _async_in_sync_run(tool)
+    return value, error
+
+
+async def aattempt(tool: Tool, kwargs: dict[str, Any], timeout: float | None = None,
+                   executor: Executor | None = None) -> Attempted:
+    """Async twin of :func:`attempt` (what :meth:`ToolAttempt.arun` carries out): coroutine tools awaited on the
+    loop, sync tools in a worker thread (``executor``, default the shared pool) unless they neither block nor
+    have a timeout."""
+    if timeout is None and _at_once(tool):
+        value, error = _called(tool, kwargs)
+        if error is None and inspect.isawaitable(value):
+            return await _awaited(value, tool)
         return value, error
+    try:
+        if tool.is_async or tool.afunc is not None:  # a coroutine function, or a coroutine twin (an MCP tool)
+            coroutine = (tool.func if tool.is_async else tool.afunc)(**kwargs)
+            value, error = await _within(_awaited(coroutine, tool), timeout, tool)
+        else:
+            value, error = await _within(_threaded(tool, kwargs, timeout, executor), timeout, tool)
+        if error is None and inspect.isawaitable(value):  # a sync function's
+            value, error = await _awaited(value, tool)
+    except _PASSED_ON:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the coroutine function's own call failed (e.g. a TypeError)
+        return None, tool_failure(tool.name, exc)
+    return value, error
 
 
 def _at_once(tool: Tool) -> bool:
@@ -230,24 +239,17 @@ def tool_call(
     started = time.perf_counter()
     tool = tool if type(tool) is Tool else as_tool(tool)
     try:
-        kwargs = tool.inject(arguments or {}, context) if validated else tool.bind(arguments, context)
+        kwargs = _kwargs(tool, arguments, context, validated)
     except (ToolArgumentsError, ToolDefinitionError) as exc:
-        return _answered(_outcome(None, exc, 0, started))
+        return _outcome(None, exc, 0, started)
     attempt = ToolAttempt(tool, kwargs, tool.timeout if timeout is None else timeout, executor)
     policy = tool.retry if retry is None else retry
-    if policy is None:  # one attempt: its outcome is the call's
-        return Single(attempt, lambda attempted: _outcome(*attempted, 1, started))
-    return _attempts(tool, attempt, policy, started)
-
-
-def _attempts(tool: Tool, attempt: ToolAttempt, policy: Retry, started: float) -> Exchange[ToolOutcome]:
-    """The attempts of a call with a retry policy: one after another, a :class:`Sleep` before each retry."""
-    state = policy.begin()
+    state = policy.begin() if policy is not None else None
     attempts = 0
     while True:
         attempts += 1
         value, error = yield attempt
-        if error is None or isinstance(error, ToolDefinitionError):
+        if error is None or state is None or isinstance(error, ToolDefinitionError):
             return _outcome(value, error, attempts, started)
         wait = state.after(error)
         if wait is None:
@@ -256,12 +258,6 @@ def _attempts(tool: Tool, attempt: ToolAttempt, policy: Retry, started: float) -
         log_debug("tool {} attempt {} failed ({!r}); retrying in {:.3f} s", tool.name, attempts, error, wait)
         if wait > 0:
             yield Sleep(wait)
-
-
-def _answered(outcome: ToolOutcome) -> Exchange[ToolOutcome]:
-    """An exchange that makes no request (the arguments were refused): its result is ``outcome``."""
-    return outcome
-    yield  # a generator
 
 
 def invoke_tool(tool: Tool | Callable[..., Any], arguments: str | Mapping[str, Any] | None = None,
@@ -290,6 +286,12 @@ def shown(outcome: ToolOutcome, tool: str) -> ToolOutcome:
     except ToolResultError as exc:
         return ToolOutcome(None, f"{type(exc).__name__}: {exc}", outcome.attempts, outcome.duration_s, exc)
     return outcome
+
+
+def _kwargs(tool: Tool, arguments: Any, context: Mapping[str, Any] | None, validated: bool) -> dict[str, Any]:
+    """The keyword arguments of a call: validated ones completed with the hidden parameters, or the model's
+    arguments validated and completed."""
+    return tool.inject(arguments or {}, context) if validated else tool.bind(arguments, context)
 
 
 def _outcome(value: Any, error: Exception | None, attempts: int, started: float) -> ToolOutcome:

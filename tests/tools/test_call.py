@@ -69,7 +69,6 @@ def flaky_tool(failures: int, calls: list[int], **options: Any):
 def drive_without_sleeping(exchange) -> tuple[ToolOutcome, list[Any]]:
     """Run a tool-call exchange by hand: attempts run, sleeps are only recorded. Returns (outcome, requests)."""
     requests: list[Any] = []
-    exchange = iter(exchange)  # a generator, or a Single (one attempt)
     try:
         request = next(exchange)
         while True:
