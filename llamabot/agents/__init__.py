@@ -2,13 +2,14 @@
 
 ``GraphBot`` (the surface every graph bot shares: runs, streams, hooks, limits, approvals, deps, checkpoints),
 the agent's nodes (``DecideNode`` picks tools through a ``ToolBot``, ``FuncNode`` runs one tool), its run state,
-decisions, parallel calls, the layer node (``LayerNode``: independent items at once, bounded) and approvals,
+decisions, parallel calls, the layer node (``LayerNode``: independent items at once, bounded), the structured
+node (``StructuredNode``: one validated answer through ``StructuredBot``'s exchange) and approvals,
 ``from_flow`` (any hand-made graph as a bot), agents as tools, and ``AgentBot`` (the reference graph). The
 reasoning patterns (``llamabot.reasoning``) are graph bots too.
 
 Composition from one import: ``from llamabot.agents import Node, AsyncNode, Flow, AsyncFlow, DualNode,
-DecideNode, FuncNode, LayerNode, GraphBot, from_flow`` (the engine's names with the agent layer's; loaded on
-first use).
+DecideNode, FuncNode, LayerNode, StructuredNode, GraphBot, from_flow`` (the engine's names with the agent layer's;
+loaded on first use).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ _EXPORTS: dict[str, str] = {
     "DecideNode": "llamabot.agents.nodes",
     "FuncNode": "llamabot.agents.nodes",
     "LayerNode": "llamabot.agents.layer",
+    "StructuredNode": "llamabot.agents.structured",
     "GraphBot": "llamabot.agents.graphbot",
     "FlowBot": "llamabot.agents.flowbot",
     "from_flow": "llamabot.agents.flowbot",
@@ -37,7 +39,8 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = ["AgentBot", "ApprovalRequired", "AsyncAgentBot", "AsyncFlow", "AsyncNode", "Checkpoint", "DecideNode",
-           "DualNode", "Flow", "FlowBot", "FuncNode", "GraphBot", "LayerNode", "Node", "PausedRun", "from_flow"]
+           "DualNode", "Flow", "FlowBot", "FuncNode", "GraphBot", "LayerNode", "Node", "PausedRun",
+           "StructuredNode", "from_flow"]
 
 if TYPE_CHECKING:
     from pocketflow import AsyncNode, Node
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
     from llamabot.agents.graphbot import GraphBot
     from llamabot.agents.layer import LayerNode
     from llamabot.agents.nodes import DecideNode, FuncNode
+    from llamabot.agents.structured import StructuredNode
     from llamabot.graph.checkpoint import Checkpoint
     from llamabot.graph.flow import AsyncFlow, DualNode, Flow
 

@@ -6,7 +6,7 @@
     LWTEndNode -("execute")-> LayerNode -("layer")-> LayerNode ... -("rank")-> RankNode
 
 - ``StrategyNode`` (phase 1): the request and the items' compact schema -> a validated :class:`Strategy`
-  (``StructuredBot``'s exchange: bounded repair). If no valid strategy comes, phase 2 works from the request.
+  (the agents' ``StructuredNode``: ``StructuredBot``'s exchange, bounded repair). If no valid strategy comes, phase 2 works from the request.
 - Phase 2 is the agent graph itself, wired into the ANoT flow: ``LWTStartNode`` compiles the draft, puts the
   script to edit (``script``: a list of steps) and the agent's run state (``memory``, ``_pending``,
   ``iteration_count``... see :mod:`llamabot.agents.agent_state`) into the ANoT state, and opens the ``P2`` phase
@@ -35,11 +35,11 @@ from typing import Any
 from llamabot.agents import layer
 from llamabot.agents.agent_state import new_run_state
 from llamabot.agents.nodes import DecideNode, FuncNode, ToolStep
+from llamabot.agents.structured import StructuredNode
 from llamabot.bot.structuredbot import StructuredBot
 from llamabot.errors import StructuredOutputError
 from llamabot.graph.flow import DualNode
 from llamabot.models.base import ChatModel
-from llamabot.models.exchange import arun_exchange, run_exchange
 from llamabot.observe.tracing import Span, close_span, current_run, current_span, open_span, span
 from llamabot.reasoning.anot.draft import draft_lwt, fallback_lwt
 from llamabot.reasoning.anot.executor import (
@@ -109,14 +109,14 @@ def _phase1_failure(exc: BaseException) -> str:
     return f"phase 1: {exc}"
 
 
-class StrategyNode(DualNode):
-    """Phase 1: the request and a compact schema of the items -> a validated strategy."""
+class StrategyNode(StructuredNode[Strategy]):
+    """Phase 1: the request and a compact schema of the items -> a validated strategy (the agents'
+    :class:`StructuredNode` on ``planner``, with its bounded repair), inside the ``P1`` phase span."""
 
     name = "strategy"
 
     def __init__(self, planner: StructuredBot, vocabulary: Vocabulary, schema_examples: int = 2):
-        super().__init__()
-        self.planner = planner
+        super().__init__(planner)
         self.vocabulary = tuple(vocabulary)
         self.schema_examples = schema_examples
 
@@ -125,14 +125,14 @@ class StrategyNode(DualNode):
         schema = compact_schema(shared["items"], self.schema_examples)
         return PHASE1_USER.format(query=query, n_items=shared["n_items"], schema=schema)
 
-    def exec(self, message: str) -> PhaseOutcome:
+    def exec(self, message: str) -> PhaseOutcome:  # type: ignore[override]
         with phase_outcome("P1", StructuredOutputError, _phase1_failure) as outcome:
-            outcome.value = run_exchange(self.planner.exchange(message), self.planner.model)
+            outcome.value = super().exec(message).value
         return outcome
 
-    async def exec_async(self, message: str) -> PhaseOutcome:
+    async def exec_async(self, message: str) -> PhaseOutcome:  # type: ignore[override]
         with phase_outcome("P1", StructuredOutputError, _phase1_failure) as outcome:
-            outcome.value = await arun_exchange(self.planner.exchange(message), self.planner.model)
+            outcome.value = (await super().exec_async(message)).value
         return outcome
 
     def post(self, shared: dict[str, Any], message: str, outcome: PhaseOutcome) -> str:

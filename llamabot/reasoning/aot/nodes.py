@@ -1,7 +1,8 @@
 """The nodes of the AoT graph (all :class:`DualNode`s: ``prep``/``post`` once, ``exec`` twins); the graph they
 form is drawn in :mod:`llamabot.reasoning.aot.graph`.
 
-- :class:`PlanNode`: the decision: one model call for a plan (schema-constrained JSON), parsed and validated.
+- :class:`PlanNode`: the decision: one model call for a plan (the agents' structured node: schema-constrained
+  JSON parsed as a :class:`Plan`), then validated.
 - :class:`LayerNode`: one execution layer per visit (the agents' layer node); a cancelled async layer compensates
   what completed.
 - :class:`ReportNode`: the final atom's answer. :class:`VoteNode`: the majority answer of the samples.
@@ -19,14 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from loguru import logger
-from pydantic import ValidationError
 
 from llamabot.agents import layer
+from llamabot.agents.structured import Parsed, StructuredNode
+from llamabot.bot.structuredbot import StructuredBot
 from llamabot.graph.flow import DualNode
 from llamabot.models.base import ChatModel
-from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import Message, assistant, system, user
-from llamabot.models.reply import ModelRequest
 from llamabot.observe.tracing import current_run, current_span
 from llamabot.reasoning.aot.compensate import (
     CompensationCall,
@@ -64,16 +64,20 @@ class PlanInput:
     attempt: int  # 1 for the first plan, 2 for the first re-plan...
 
 
-class PlanNode(DualNode):
-    """The decision-kind node of AoT: ask the model for a plan (structured output: schema-constrained JSON),
-    parse and validate it. Its steps are ``decision`` spans named ``plan`` (attributes ``iteration``: the
-    attempt, ``calls``: the atoms a valid plan will run as ``"id:name"``, ``errors``: a rejected plan's
-    problems), so ``astream`` reports them as ``decision`` events. A valid plan starts the execution state.
-    After ``max_replans`` rejected plans the sample gives up: :class:`PlanValidationError` (or, with
-    ``samples > 1``, the next sample; see :mod:`~llamabot.reasoning.aot.samples`)."""
+class PlanNode(StructuredNode[Plan]):
+    """The decision-kind node of AoT: ask the model for a plan (the agents' :class:`StructuredNode`: one
+    schema-constrained JSON answer parsed as a :class:`Plan`, no repair inside the step), then validate it
+    (:func:`validate_plan`: tools, inputs, references, cycles). A malformed plan and a plan that fails validation
+    both go back to the model as a re-plan (``"invalid"``, the planner's own loop). Its steps are ``decision``
+    spans named ``plan`` (attributes ``iteration``: the attempt, ``calls``: the atoms a valid plan will run as
+    ``"id:name"``, ``errors``: a rejected plan's problems), so ``astream`` reports them as ``decision`` events.
+    A valid plan starts the execution state. After ``max_replans`` rejected plans the sample gives up:
+    :class:`PlanValidationError` (or, with ``samples > 1``, the next sample; see
+    :mod:`~llamabot.reasoning.aot.samples`)."""
 
     name = "plan"
     span_kind = "decision"
+    keep_failures = True  # a malformed plan is re-planned with the others, under max_replans
 
     def __init__(
         self,
@@ -87,13 +91,12 @@ class PlanNode(DualNode):
         questions: bool = False,
         expressions: bool = False,
     ):
-        super().__init__()
+        super().__init__(StructuredBot(output_type=Plan, model=model, model_settings=completion_kwargs, max_repairs=0))
+        self.bot.response_format = plan_response_format(tools, decisions, questions=questions)
         self.model, self.tools, self.decisions = model, tools, decisions
         self.max_replans = max_replans
         self.samples = samples
         self.system = system(planner_prompt(tools, decisions, questions=questions, expressions=expressions))
-        self.response_format = plan_response_format(tools, decisions, questions=questions)
-        self.completion_kwargs = completion_kwargs
 
     def prep(self, shared: dict[str, Any]) -> PlanInput:
         return PlanInput(
@@ -104,35 +107,22 @@ class PlanNode(DualNode):
     def span_attributes(self, inp: PlanInput) -> dict[str, Any]:
         return {"iteration": inp.attempt}
 
-    def _exchange(
-        self, inp: PlanInput
-    ) -> Exchange[tuple[str | None, Plan | None, list[str], list[PlanIssue]]]:
-        reply = yield ModelRequest(
-            self.model.name, inp.messages, response_format=self.response_format, params=self.completion_kwargs
-        )
-        raw = reply.content
+    def messages(self, inp: PlanInput) -> list[Message]:
+        return inp.messages
+
+    def _checked(self, parsed: Parsed[Plan]) -> tuple[Plan | None, list[str], list[PlanIssue]]:
+        """The plan, its notes and its problems: a malformed answer's parse errors, else :func:`validate_plan`'s."""
+        if parsed.error is not None:
+            return None, [], [PlanIssue(None, "malformed", "; ".join(parsed.error.errors[:5]))]
         try:
-            plan = Plan.model_validate_json(raw or "")
-        except ValidationError as exc:
-            problems = [
-                f"{'.'.join(str(p) for p in e['loc']) or 'plan'}: {e['msg']}"
-                for e in exc.errors(include_url=False)
-            ]
-            return raw, None, [], [PlanIssue(None, "malformed", "; ".join(problems[:5]))]
-        try:
-            plan, notes = validate_plan(plan, self.tools, self.decisions)
+            plan, notes = validate_plan(parsed.value, self.tools, self.decisions)
         except PlanValidationError as exc:
-            return raw, plan, [], exc.errors
-        return raw, plan, notes, []
+            return parsed.value, [], exc.errors
+        return plan, notes, []
 
-    def exec(self, inp: PlanInput) -> Any:
-        return run_exchange(self._exchange(inp), self.model)
-
-    async def exec_async(self, inp: PlanInput) -> Any:
-        return await arun_exchange(self._exchange(inp), self.model)
-
-    def post(self, shared: dict[str, Any], inp: PlanInput, outcome: Any) -> str:
-        raw, plan, notes, issues = outcome
+    def post(self, shared: dict[str, Any], inp: PlanInput, parsed: Parsed[Plan]) -> str:
+        raw = parsed.raw
+        plan, notes, issues = self._checked(parsed)
         opened = current_span()
         if not issues:
             record = new_record(plan)
