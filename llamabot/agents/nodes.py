@@ -20,13 +20,12 @@ from llamabot.agents.agent_tool import NESTED, keep_nested, nested_context
 from llamabot.agents.approval import (
     ApprovalRequired,
     Gate,
-    adecide_call,
     approval_gate,
-    decide_call,
     pause_for_approval,
     pause_for_inner,
 )
 from llamabot.agents.decision import RESPOND, decide
+from llamabot.agents.gated_call import GatedCall, call_context
 from llamabot.agents.parallel_calls import ParallelCalls, take_early
 from llamabot.bot.toolbot import ToolBot, ToolBotReply
 from llamabot.errors import LlamabotError, StructuredOutputError, excerpt
@@ -34,8 +33,7 @@ from llamabot.graph.flow import DualNode, node_label
 from llamabot.models.messages import Message, tool_result, user
 from llamabot.models.resolve import model_family
 from llamabot.observe.tracing import active_run, current_run, current_span
-from llamabot.tools.call import ToolOutcome, ainvoke_tool, invoke_tool, shown
-from llamabot.tools.context import APPROVAL, CALL_ID, DEPS
+from llamabot.tools.call import ToolOutcome, shown
 from llamabot.tools.output import typed_output
 from llamabot.tools.tool import DECIDE, Tool, as_tool, build_tool
 
@@ -244,10 +242,7 @@ class FuncNode(DualNode):
             active = active_run()
             run = active[0] if active is not None else None
             if self.tool.hidden:
-                values = run.values if run is not None else {}
-                context = {"globals_dict": values.get("globals_dict", {}), "memory": shared["memory"],
-                           "trace_id": run.trace.trace_id if run is not None else "", DEPS: values.get(DEPS),
-                           CALL_ID: call.id, "nested": nested_context(shared, call.id)}
+                context = call_context(call, memory=shared["memory"], nested=nested_context(shared, call.id))
             if self.parallel is not None:
                 early = take_early(run, call)
                 if early is None and shared["_pending"]:
@@ -261,33 +256,23 @@ class FuncNode(DualNode):
             return None  # the call ran early and recorded its own span
         return {"arguments": call.arguments, "call_id": call.id}
 
-    # One tool-call logic (tools.call): validation already done by the decision, hidden parameters injected,
-    # the tool's timeout and retry policy applied; on the async path sync tools run in worker threads.
+    # One call of a tool in a run (gated_call, as AoT's atoms make it): validation already done by the decision,
+    # hidden parameters injected, the approval decision taken, the tool's timeout and retry policy applied; on the
+    # async path sync tools run in worker threads.
     def exec(self, prep_res: ToolStep) -> ToolOutcome:
         call, context, _, _, gate = prep_res
-        if gate is not None:
-            arguments, decision = decide_call(self.tool, call, gate)
-            if isinstance(arguments, Exception):
-                return _not_run(arguments)
-            return invoke_tool(self.tool, arguments, _with_decision(context, decision), validated=True)
-        return invoke_tool(self.tool, call.arguments, context, validated=True)
-
-    async def _aexec_decided(self, call: PendingCall, context: dict[str, Any] | None, gate: Gate) -> ToolOutcome:
-        arguments, decision = await adecide_call(self.tool, call, gate)
-        if isinstance(arguments, Exception):
-            return _not_run(arguments)
-        return await ainvoke_tool(self.tool, arguments, _with_decision(context, decision), validated=True)
+        return GatedCall(self.tool, call, context, gate, validated=True).run()
 
     def exec_async(self, prep_res: ToolStep) -> Awaitable[ToolOutcome]:  # type: ignore[override]
-        """The call to await: the early task, the approval-gated call, or ``ainvoke_tool``'s coroutine."""
+        """The call to await: the early task, or :meth:`GatedCall.arun`'s coroutine."""
         call, context, early, queued, gate = prep_res
         if early is not None:
             return early
-        if gate is not None:  # a tool that requires approval never runs early (see parallel_calls)
-            return self._aexec_decided(call, context, gate)
-        if queued:  # more calls of the same reply wait: start those that may run now (see parallel_calls)
+        # more calls of the same reply wait: start those that may run now (see parallel_calls; a tool that
+        # requires approval never runs early)
+        if queued and gate is None:
             self.parallel.start(current_run(), current_span(), queued)  # type: ignore[union-attr]
-        return ainvoke_tool(self.tool, call.arguments, context, validated=True)
+        return GatedCall(self.tool, call, context, gate, validated=True).arun()
 
     def post(self, shared: dict[str, Any], prep_res: ToolStep, outcome: ToolOutcome) -> str | None:
         call = prep_res[0]
@@ -343,12 +328,3 @@ class FuncNode(DualNode):
         keep_nested(shared, call.id, inner.paused)
         raise pause_for_inner(shared, decide.span_name or node_label(decide), call.name, inner)
 
-
-def _with_decision(context: dict[str, Any] | None, decision: Any) -> dict[str, Any] | None:
-    """The hidden-parameter context of a call that runs under ``decision`` (its ``RunContext.approval``)."""
-    return context if context is None or decision is None else {**context, APPROVAL: decision}
-
-
-def _not_run(error: Exception) -> ToolOutcome:
-    """The outcome of a call that did not run: rejected, or edited arguments that are invalid."""
-    return ToolOutcome(None, f"{type(error).__name__}: {error}", 0, 0.0, error)

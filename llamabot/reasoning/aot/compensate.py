@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llamabot.models.exchange import arun_exchange, run_exchange
+from llamabot.agents.agent_state import PendingCall
+from llamabot.agents.gated_call import GatedCall
 from llamabot.observe.tracing import Span, span
 from llamabot.reasoning.aot.record import (
     AtomExecutionError,
@@ -15,7 +16,7 @@ from llamabot.reasoning.aot.record import (
     _failure_text,
     final_answer,
 )
-from llamabot.tools.call import ToolOutcome, tool_call
+from llamabot.tools.call import ToolOutcome
 
 #: The span kind of a compensating call (category ``tool_call``).
 COMPENSATION_SPAN = "compensation"
@@ -53,6 +54,13 @@ def _compensation_span(call: CompensationCall) -> span:
                 arguments=call.arguments)
 
 
+def _gated(tools: AtomTools, call: CompensationCall) -> GatedCall:
+    """The compensating call, through the piece an atom's call goes through (as an atom's: no call context;
+    compensators are not gated for approval)."""
+    tool = tools.compensations[call.tool]
+    return GatedCall(tool, PendingCall(f"compensate-{call.atom}", tool.name, call.arguments, ""))
+
+
 def _compensated(outcome: ToolOutcome, opened: Span | None) -> str | None:
     if opened is not None:
         if outcome.ok:
@@ -68,7 +76,7 @@ def run_compensations(tools: AtomTools, calls: list[CompensationCall]) -> list[s
     errors = []
     for call in calls:
         with _compensation_span(call) as opened:
-            errors.append(_compensated(run_exchange(tool_call(tools.compensations[call.tool], call.arguments)), opened))
+            errors.append(_compensated(_gated(tools, call).run(), opened))
     return errors
 
 
@@ -77,8 +85,7 @@ async def arun_compensations(tools: AtomTools, calls: list[CompensationCall]) ->
     errors = []
     for call in calls:
         with _compensation_span(call) as opened:
-            outcome = await arun_exchange(tool_call(tools.compensations[call.tool], call.arguments))
-            errors.append(_compensated(outcome, opened))
+            errors.append(_compensated(await _gated(tools, call).arun(), opened))
     return errors
 
 

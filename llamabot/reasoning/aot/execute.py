@@ -10,10 +10,10 @@ order; nothing computed is lost: the partial record is on the error.
 One implementation, in steps that the graph (``graph.py``: ``LayerNode``, ``CompensateNode``, ``ReportNode``)
 and :func:`execute_plan` / :func:`aexecute_plan` share:
 
-- :func:`run_atom` / :func:`arun_atom`: one atom, as ``FuncNode`` runs a tool: its tool is called through the one
-  tool-call logic (:func:`llamabot.tools.call.tool_call`: validation, the retry policy, timeouts; sync tools in
-  worker threads on the async path) driven by ``run_exchange`` / ``arun_exchange``, inside a ``tool_call`` span
-  of kind ``atom`` (arguments: the resolved inputs) that the run's hooks see start and end as it happens.
+- :func:`run_atom` / :func:`arun_atom`: one atom, through the piece ``FuncNode`` runs a tool with
+  (:class:`llamabot.agents.gated_call.GatedCall`: the approval gate, then the one tool-call logic: validation,
+  the retry policy, timeouts; sync tools in worker threads on the async path), inside a
+  ``tool_call`` span of kind ``atom`` (arguments: the resolved inputs) that the run's hooks see as it happens.
 - :func:`run_layer` / :func:`arun_layer`: the atoms of one layer (a :class:`LayerInput`), all of them at once
   either way (the one layer logic, :mod:`llamabot.agents.layer`); they return new atom records and change nothing.
 - :func:`apply_layer`, :func:`compensation_calls`, :func:`run_compensations` / :func:`arun_compensations`,
@@ -34,11 +34,11 @@ from functools import partial
 from typing import Any
 
 from llamabot.agents.agent_state import PendingCall
-from llamabot.agents.approval import Gate, adecide_call, approval_gate, decide_call
+from llamabot.agents.approval import approval_gate
+from llamabot.agents.gated_call import GatedCall
 from llamabot.agents.layer import arun_items, run_items
 from llamabot.errors import DependencyCycleError, ToolArgumentsError
 from llamabot.graph.layers import topological_layers
-from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.observe.tracing import Span, span
 from llamabot.reasoning.aot.compensate import (
     apply_compensations,
@@ -57,7 +57,7 @@ from llamabot.reasoning.aot.record import (
 )
 from llamabot.reasoning.aot.schema import MAX_ATOMS
 from llamabot.tools.approval import ApprovalMissingError
-from llamabot.tools.call import ToolOutcome, tool_call
+from llamabot.tools.call import ToolOutcome
 from llamabot.tools.tool import Tool
 
 
@@ -135,13 +135,23 @@ def _atoms_by_id(plan: Plan) -> dict[int, Atom]:
 
 
 def _prepared(tools: AtomTools, atom: Atom, results: dict[int, Any],
-              executor: Executor | None) -> tuple[Any, Exchange[ToolOutcome] | None, str | None]:
-    """The atom's resolved inputs and its tool-call exchange, or its raw inputs and why they do not resolve."""
+              executor: Executor | None) -> tuple[Any, GatedCall | None, str | None]:
+    """The atom's resolved inputs and its call (the one call of a tool in a run, as ``FuncNode`` makes it: its
+    tool, the atom's retry policy, and for a tool that requires approval the run's approver: AoT runs do not
+    pause, so no decisions are given; a durable run's steps wait for a person themselves. No call context: the
+    tool's ``RunContext`` has the run's deps, no call id or decision); or its inputs and why it does not run (a
+    reference without a result, no approver: the tool never runs)."""
     try:
         inputs = resolve(atom.input, results)
     except KeyError as exc:
         return atom.input, None, f"input refers to atom {exc.args[0]}, which has no result"
-    return inputs, tool_call(tools.tool_for(atom), inputs, retry=tools.retry.for_atom(atom), executor=executor), None
+    tool = tools.tool_for(atom)
+    call = PendingCall(f"atom-{atom.id}", tool.name, inputs, "")
+    try:
+        gate = approval_gate({}, call) if tool.requires_approval else None
+    except ApprovalMissingError as missing:
+        return inputs, None, f"{type(missing).__name__}: {missing}"
+    return inputs, GatedCall(tool, call, None, gate, retry=tools.retry.for_atom(atom), executor=executor), None
 
 
 def _atom_span(atom: Atom, inputs: Any) -> span:
@@ -172,15 +182,15 @@ def _recorded(atom: Atom, inputs: Any, outcome: ToolOutcome | None, cause: str |
 
 
 def run_atom(tools: AtomTools, atom: Atom, results: dict[int, Any]) -> AtomRecord:
-    """Run one atom synchronously (see the module docstring); its new record. Never raises for a tool's error."""
+    """Run one atom synchronously (see the module docstring); its new record (its inputs: what the tool was
+    called with, an approver's edits included). Never raises for a tool's error."""
     started = time.perf_counter()
     inputs, call, cause = _prepared(tools, atom, results, None)
     with _atom_span(atom, inputs) as opened:
-        pending = _approval(tools.tool_for(atom), atom, inputs) if call is not None else None
-        if pending is not None:
-            decided = pending if isinstance(pending, Exception) else decide_call(tools.tool_for(atom), *pending)[0]
-            inputs, call, cause = _decided(tools, atom, inputs, decided)
-        return _recorded(atom, inputs, None if call is None else run_exchange(call), cause, started, opened)
+        if call is None:
+            return _recorded(atom, inputs, None, cause, started, opened)
+        outcome = call.run()
+        return _recorded(atom, call.arguments, outcome, None, started, opened)
 
 
 async def arun_atom(tools: AtomTools, atom: Atom, results: dict[int, Any],
@@ -190,35 +200,10 @@ async def arun_atom(tools: AtomTools, atom: Atom, results: dict[int, Any],
     started = time.perf_counter()
     inputs, call, cause = _prepared(tools, atom, results, executor)
     with _atom_span(atom, inputs) as opened:
-        pending = _approval(tools.tool_for(atom), atom, inputs) if call is not None else None
-        if pending is not None:
-            decided = pending if isinstance(pending, Exception) else (await adecide_call(tools.tool_for(atom), *pending))[0]
-            inputs, call, cause = _decided(tools, atom, inputs, decided, executor)
-        return _recorded(atom, inputs, None if call is None else await arun_exchange(call), cause, started, opened)
-
-
-def _approval(tool: Tool, atom: Atom, inputs: Any) -> tuple[PendingCall, Gate] | Exception | None:
-    """For an atom whose tool requires approval: the call to decide on and its gate (the run's approver; the
-    agent's :func:`~llamabot.agents.approval.approval_gate`, with no decisions given, since AoT runs do not pause),
-    or :class:`ApprovalMissingError` when the run has no approver (the atom fails; the tool never runs). ``None``
-    when no decision is taken here (not marked, or a durable run, whose steps wait for a person themselves)."""
-    if not tool.requires_approval:
-        return None
-    call = PendingCall(f"atom-{atom.id}", tool.name, inputs if isinstance(inputs, dict) else {"input": inputs}, "")
-    try:
-        gate = approval_gate({}, call)
-    except ApprovalMissingError as missing:
-        return missing
-    return None if gate == (None, None) else (call, gate)
-
-
-def _decided(tools: AtomTools, atom: Atom, inputs: Any, decided: dict[str, Any] | Exception | None,
-             executor: Executor | None = None) -> tuple[Any, Exchange[ToolOutcome] | None, str | None]:
-    """The atom's inputs and call after its approval, or why it does not run (rejected, no approver)."""
-    if isinstance(decided, Exception):
-        return inputs, None, f"{type(decided).__name__}: {decided}"
-    tool = tools.tool_for(atom)
-    return decided, tool_call(tool, decided, retry=tools.retry.for_atom(atom), executor=executor), None
+        if call is None:
+            return _recorded(atom, inputs, None, cause, started, opened)
+        outcome = await call.arun()
+        return _recorded(atom, call.arguments, outcome, None, started, opened)
 
 
 def _cause(outcome: ToolOutcome) -> str:

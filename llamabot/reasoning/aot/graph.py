@@ -11,9 +11,9 @@
 
 The nodes are in :mod:`~llamabot.reasoning.aot.nodes`. ``PlanNode`` is a decision-kind node (span kind ``decision``, like the agent's ``DecideNode``): one model call with
 structured output (JSON constrained by a schema generated from the tools; a grammar on the embedded model),
-parsed and validated. Each atom runs as ``FuncNode`` runs a tool: the one tool-call logic, inside a ``tool_call``
-span (kind ``atom``) that the run's hooks and ``astream`` see as it happens. Nodes keep no per-run state: the
-plan, the execution record, the next layer's index, the failures and the finished samples are data in the
+parsed and validated. Each atom calls its tool through the agent's ``GatedCall``, as ``FuncNode`` does (the
+approval gate, then the one tool-call logic), inside a ``tool_call`` span (kind ``atom``) that the run's hooks
+and ``astream`` see as it happens. Nodes keep no per-run state: the plan, the execution record, the next layer's index, the failures and the finished samples are data in the
 shared dict. A cancelled async run compensates the atoms that completed (the interrupted layer's included), as
 :func:`~llamabot.reasoning.aot.execute.aexecute_plan` does.
 """

@@ -290,7 +290,8 @@ class CompensateNode(DualNode):
     ``tool_call`` span of kind ``compensation`` each). Then, while fewer than ``max_execution_replans`` plans
     have failed, re-plan (``"replan"``): the planner sees its plan and the failure (the atom, its inputs, the
     cause). After that, raise :class:`AtomExecutionError` with the record and the earlier failures (or, with
-    ``samples > 1``, go on to the next sample)."""
+    ``samples > 1``, go on to the next sample). The choice is a count, not the model's, so it is this ``post``,
+    not a ``DecideNode`` (which asks the model which tool to call)."""
 
     name = "compensate"
     span_kind = "compensate"

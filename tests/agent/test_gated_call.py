@@ -1,0 +1,100 @@
+"""One call of a tool in a run (AGT-CALL-*): the agent's ``FuncNode`` and AoT's atoms both call their tools
+through :class:`~llamabot.agents.gated_call.GatedCall`, so an approver sees, decides and refuses their calls the
+same way, sync or async."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from llamabot import AgentBot, ScriptedModel, tool
+from llamabot.agents.gated_call import GatedCall
+from llamabot.models.scripted import tool_call
+from llamabot.reasoning.aot import AoTBot
+from llamabot.reasoning.aot.record import AtomExecutionError
+from llamabot.tools.approval import Decision
+
+
+def make_pay():
+    """A payment tool that requires approval and records what it sent."""
+    sent: list[tuple[float, str]] = []
+
+    @tool(requires_approval=True)
+    def pay(amount: float, to: str) -> str:
+        """Send money.
+
+        Args:
+            amount: How much.
+            to: To whom.
+        """
+        sent.append((amount, to))
+        return f"sent {amount} to {to}"
+
+    return sent, pay
+
+
+PLAN = json.dumps({"atoms": [{"id": 1, "kind": "tool", "name": "pay", "input": {"amount": 3, "to": "carol"},
+                              "dependsOn": []},
+                             {"id": 2, "kind": "final", "name": "report", "dependsOn": [1]}]})
+
+
+def agent(pay, approver) -> AgentBot:
+    model = ScriptedModel([tool_call("pay", amount=3, to="carol"), tool_call("respond_to_user", response="done")])
+    return AgentBot(tools=[pay], model=model, approver=approver)
+
+
+def aot(pay, approver) -> AoTBot:
+    return AoTBot(tools=[pay], model=ScriptedModel([PLAN]), approver=approver, max_execution_replans=0)
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_agt_call_010_agent_calls_and_aot_atoms_go_through_one_gated_call(monkeypatch, run):
+    seen: list[tuple[str, str]] = []
+    plain_run, plain_arun = GatedCall.run, GatedCall.arun
+
+    def spied_run(self):
+        seen.append(("run", self.tool.name))
+        return plain_run(self)
+
+    async def spied_arun(self):
+        seen.append(("arun", self.tool.name))
+        return await plain_arun(self)
+
+    monkeypatch.setattr(GatedCall, "run", spied_run)
+    monkeypatch.setattr(GatedCall, "arun", spied_arun)
+    sent, pay = make_pay()
+    for bot in (agent(pay, lambda r: True), aot(pay, lambda r: True)):
+        bot("Pay carol 3") if run == "sync" else asyncio.run(bot.arun("Pay carol 3"))
+    way = "run" if run == "sync" else "arun"
+    assert seen == [(way, "pay"), (way, "respond_to_user"), (way, "pay")]
+    assert sent == [(3.0, "carol"), (3.0, "carol")]
+
+
+def test_agt_call_010_an_approver_sees_and_edits_both_calls_alike():
+    requests = []
+
+    def approver(request):
+        requests.append((request.tool, request.arguments))
+        return Decision.approve(arguments={"amount": 2, "to": "carol"})
+
+    sent, pay = make_pay()
+    agent(pay, approver)("Pay carol 3")
+    result = aot(pay, approver)("Pay carol 3")
+    assert requests == [("pay", {"amount": 3, "to": "carol"})] * 2
+    assert sent == [(2.0, "carol"), (2.0, "carol")]
+    assert result.record.atoms[1].inputs == {"amount": 2.0, "to": "carol"}  # what the tool ran with
+
+
+def test_agt_call_010_a_rejected_call_is_the_same_not_run_error_in_both():
+    sent, pay = make_pay()
+    reject = lambda request: Decision.reject("not today")  # noqa: E731
+    bot = agent(pay, reject)
+    bot("Pay carol 3")
+    [shown] = [m["content"] for m in bot.model.requests[1].messages if m.get("role") == "tool"]
+    with pytest.raises(AtomExecutionError) as info:
+        aot(pay, reject)("Pay carol 3")
+    atom = info.value.record.atoms[1]
+    assert shown == f"Error: {atom.error}" and "not today" in atom.error
+    assert atom.status == "failed" and atom.attempts == 0 and sent == []
