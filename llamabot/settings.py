@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llamabot.cores import usable_cores
 from llamabot.errors import SettingsError, excerpt
 
 _DIGITS = re.compile(r"[0-9]{1,18}")  # ASCII only; 18 digits always fit a 64-bit integer
@@ -100,8 +101,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("LLAMABOT_DB", "text", None, "where durable runs are kept (sqlite:///path or postgresql://...)"),
     Setting("LLAMABOT_CACHE_DIR", "path", None, "where assembled models live"),
     Setting("LLAMABOT_LOCAL_N_CTX", "int", 8192, "llama.cpp context size", 256, 1 << 20),
-    Setting("LLAMABOT_LOCAL_THREADS", "int", lambda: max(1, (os.cpu_count() or 2) // 2),
-            "llama.cpp threads (half the cores)", 1, 1024),
+    Setting("LLAMABOT_LOCAL_THREADS", "int", usable_cores, "llama.cpp threads (the usable physical cores)", 1, 1024),
     Setting("LLAMABOT_LOCAL_BATCH", "int", 512, "llama.cpp batch size", 8, 1 << 20),
     Setting("LLAMABOT_PREFIX_CACHE_DIR", "path", None, "saved prompt prefixes of the embedded model"),
     Setting("LLAMABOT_PREFIX_CACHE_BYTES", "int", 2048 * _MIB, "prefix cache on disk (0: off)", 0, 1 << 50),

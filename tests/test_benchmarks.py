@@ -62,6 +62,10 @@ EXPECTED_KEYS: dict[str, set[str]] = {
         "stream_ratio", "nostream_ratio", "same_text", "cold_first_answer_s", "cached_first_answer_s",
         "first_answer_ratio", "tot_speedup", "quick",
     },
+    "embedded_batching.py": {
+        "cores", "prompt_tok_s_1", "prompt_tok_s_all", "gen_tok_s_1", "gen_tok_s_all", "gen_thread_ratio",
+        "step4_gain", "step8_gain", "lone_ratio", "concurrent_2_ratio", "quick",
+    },
 }
 
 
@@ -95,7 +99,7 @@ def test_every_benchmark_has_a_smoke_test() -> None:
 
 
 #: Scripts that drive the real embedded model (marked ``local_model``).
-LOCAL_MODEL_SCRIPTS = {"embedded_model.py"}
+LOCAL_MODEL_SCRIPTS = {"embedded_batching.py", "embedded_model.py"}
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1] / "llamabot"
 #: share a layer (the three reasoning patterns) never import each other. Tools sit on the models layer: a tool
 #: call is driven by the same exchange drivers as a model call.
 LAYERS = {
-    "errors": 0, "lazy": 0,
+    "errors": 0, "lazy": 0, "cores": 0,
     "settings": 1,  # reading LLAMABOT_* variables: errors only
     "observe": 1,
     "models": 2,

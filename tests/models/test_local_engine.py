@@ -195,3 +195,22 @@ def test_mdl_local_220_an_error_of_the_callers_token_callback_stays_its_own(scri
 
     with pytest.raises(KeyError, match="mine"):
         call_model(LocalModel("local/m"), REQUEST, broken)
+
+
+def test_mdl_local_310_threads_default_to_the_usable_physical_cores():
+    """MDL-LOCAL-310: llama.cpp's threads default to one per physical core among the CPUs this process may use
+    (SMT siblings count once), capped by a container's CPU quota (rounded up); without sibling lists, half the
+    logical cores; never fewer than one. This machine's own count is what the setting defaults to."""
+    from llamabot.cores import count_cores, usable_cores
+    from llamabot.settings import SETTINGS
+
+    smt = {0: "0,4", 4: "0,4", 1: "1,5", 5: "1,5", 2: "2,6", 6: "2,6", 3: "3,7", 7: "3,7"}
+    assert count_cores(range(8), smt, None, 8) == 4
+    assert count_cores([0, 4, 1], smt, None, 8) == 2  # affinity: cores 0 and 1 only
+    assert count_cores(range(2), {0: "0", 1: "1"}, None, 2) == 2  # no SMT: every CPU is a core
+    assert count_cores(range(8), smt, "150000 100000", 8) == 2  # 1.5 CPUs of quota
+    assert count_cores(range(8), smt, "max 100000", 8) == 4
+    assert count_cores(range(8), smt, "50000 100000", 8) == 1
+    assert count_cores(range(16), {}, None, 16) == 8  # no topology: half the logical cores
+    assert count_cores([0], {}, "junk", 1) == 1
+    assert SETTINGS["LLAMABOT_LOCAL_THREADS"].default is usable_cores and usable_cores() >= 1

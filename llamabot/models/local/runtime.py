@@ -42,8 +42,7 @@ class LocalSettings:
 
     @classmethod
     def from_env(cls) -> LocalSettings:
-        # Threads: half the logical cores by default (llama-cpp-python's own default: the physical cores on SMT
-        # machines); see llamabot.settings.SETTINGS and the models LLD for why.
+        # Threads: the usable physical cores by default (llamabot.cores); see the models LLD for why.
         try:
             return cls(
                 n_ctx=setting("LLAMABOT_LOCAL_N_CTX"),
