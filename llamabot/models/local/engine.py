@@ -30,8 +30,11 @@ import asyncio
 import contextvars
 import ctypes
 import json
+import queue
 import threading
 from collections.abc import Callable, Generator, Sequence
+from concurrent import futures
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -319,25 +322,84 @@ def _call_pieces(run: GenerationRun) -> GenerationRun:
 # --- drivers ----------------------------------------------------------------------------------------------------
 
 
-def drive(run: GenerationRun, on_piece: Callable[[str], None] | None = None) -> Generation:
-    """Run a generation in this thread, handing each piece to ``on_piece``."""
+#: The one thread every generation runs on (see :func:`llama_thread`).
+_LLAMA: list[ThreadPoolExecutor] = []
+_LLAMA_LOCK = threading.Lock()
+_LLAMA_NAME = "llamabot-llama"
+
+
+def llama_thread() -> ThreadPoolExecutor:
+    """The thread every embedded-model generation of this process runs on, whoever asks (a caller's thread, an
+    event loop, a pool). llama.cpp's OpenMP team belongs to the thread that calls it and spins for a while after
+    each token; a generation from another thread got a second team that competed with the first's spinning (one
+    request ran at 13-15 instead of 20 tok/s on two cores when its thread changed). One model serves one request at
+    a time anyway (its lock), so one thread costs no throughput."""
+    with _LLAMA_LOCK:
+        if not _LLAMA:
+            _LLAMA.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix=_LLAMA_NAME))
+        return _LLAMA[0]
+
+
+def _pump(run: GenerationRun, post: Callable[[str, Any], None], stop: threading.Event) -> None:
+    """Iterate ``run`` (on the llama thread), posting ``("piece", text)``, then ``("done", generation)`` or
+    ``("error", exception)``; stops at the next piece once ``stop`` is set. Never raises."""
+    try:
+        while not stop.is_set():
+            try:
+                piece = next(run)
+            except StopIteration as done:
+                post("done", done.value)
+                return
+            post("piece", piece)
+    except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+        post("error", exc)
+    finally:
+        run.close()
+
+
+def on_llama_thread(run: GenerationRun) -> GenerationRun:
+    """``run`` carried out on :func:`llama_thread`: its pieces yielded here as they come, its result returned, its
+    error raised here. Closing this generator (or an error in the consumer) stops ``run`` at its next piece and
+    waits for it to let the model go."""
+    if threading.current_thread().name.startswith(_LLAMA_NAME):
+        return (yield from run)
+    pieces: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+    stop = threading.Event()
+    pumped = llama_thread().submit(contextvars.copy_context().run, _pump, run, lambda *item: pieces.put(item), stop)
     try:
         while True:
-            piece = next(run)
+            kind, value = pieces.get()
+            if kind == "piece":
+                yield value
+            elif kind == "done":
+                return value
+            else:
+                raise value
+    finally:
+        stop.set()
+        futures.wait((pumped,))
+
+
+def drive(run: GenerationRun, on_piece: Callable[[str], None] | None = None) -> Generation:
+    """Run a generation on the llama thread, handing each piece to ``on_piece`` in this thread."""
+    pumped = on_llama_thread(run)
+    try:
+        while True:
+            piece = next(pumped)
             if on_piece is not None:
                 on_piece(piece)
     except StopIteration as done:
         return done.value
     finally:
-        run.close()
+        pumped.close()
 
 
 async def adrive(
     make_run: Callable[[], GenerationRun], on_piece: Callable[[str], None] | None = None
 ) -> Generation:
-    """Run a generation in a worker thread; each piece is handed to ``on_piece`` on the event loop as it comes.
+    """Run a generation on the llama thread; each piece is handed to ``on_piece`` on the event loop as it comes.
 
-    If the caller is cancelled, the worker stops at the next piece (llama.cpp cannot be interrupted mid-token)
+    If the caller is cancelled, the generation stops at the next piece (llama.cpp cannot be interrupted mid-token)
     and releases the model's lock; the caller does not wait for it.
     """
     loop = asyncio.get_running_loop()
@@ -345,28 +407,22 @@ async def adrive(
     cancelled = threading.Event()
 
     def post(kind: str, value: Any) -> None:
+        if kind == "piece" and on_piece is None:
+            return
         try:
             loop.call_soon_threadsafe(pieces.put_nowait, (kind, value))
         except RuntimeError:  # the loop is gone: nobody is waiting any more
             cancelled.set()
 
     def work() -> None:
-        run = make_run()
         try:
-            while not cancelled.is_set():
-                try:
-                    piece = next(run)
-                except StopIteration as done:
-                    post("done", done.value)
-                    return
-                if on_piece is not None:
-                    post("piece", piece)
+            run = make_run()
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
             post("error", exc)
-        finally:
-            run.close()
+            return
+        _pump(run, post, cancelled)
 
-    worker = loop.run_in_executor(None, contextvars.copy_context().run, work)
+    worker = loop.run_in_executor(llama_thread(), contextvars.copy_context().run, work)
     try:
         while True:
             kind, value = await pieces.get()
