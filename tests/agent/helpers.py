@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from llamabot import tool
 from llamabot.models.reply import ModelRequest
 from llamabot.models.scripted import tool_call
 
@@ -19,3 +20,22 @@ def add_then_respond(request: ModelRequest):
         n = int(request.last_user_text.split()[1])
         return tool_call("add", a=n, b=1)
     return tool_call("respond_to_user", response=done[-1]["content"])
+
+
+def make_pay():
+    """A payment tool that requires approval and records every transfer, so a test sees exactly what ran:
+    ``(sent, pay)``."""
+    sent: list[tuple[float, str]] = []
+
+    @tool(requires_approval=True)
+    def pay(amount: float, to: str) -> str:
+        """Send money.
+
+        Args:
+            amount: How much.
+            to: To whom.
+        """
+        sent.append((amount, to))
+        return f"sent {amount} to {to}"
+
+    return sent, pay

@@ -17,22 +17,12 @@ from llamabot.agents.approval import ApprovalRequired, PausedRun
 from llamabot.models.scripted import tool_call, tool_calls
 from llamabot.reasoning.aot import AoTBot
 from llamabot.tools.approval import ApprovalMissingError, ApprovalRequest, Decision
+from tests.agent.helpers import make_pay
 
 
 def make_tools():
-    """A payment tool that records every transfer, so a test sees exactly what ran."""
-    sent: list[tuple[float, str]] = []
-
-    @tool(requires_approval=True)
-    def pay(amount: float, to: str) -> str:
-        """Send money.
-
-        Args:
-            amount: How much.
-            to: To whom.
-        """
-        sent.append((amount, to))
-        return f"sent {amount} to {to}"
+    """A payment tool that records every transfer, so a test sees exactly what ran, and a balance tool."""
+    sent, pay = make_pay()
 
     @tool
     def balance() -> float:

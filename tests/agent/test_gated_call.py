@@ -9,31 +9,13 @@ import json
 
 import pytest
 
-from llamabot import AgentBot, ScriptedModel, tool
+from llamabot import AgentBot, ScriptedModel
 from llamabot.agents.gated_call import GatedCall
 from llamabot.models.scripted import tool_call
 from llamabot.reasoning.aot import AoTBot
 from llamabot.reasoning.aot.record import AtomExecutionError
 from llamabot.tools.approval import Decision
-
-
-def make_pay():
-    """A payment tool that requires approval and records what it sent."""
-    sent: list[tuple[float, str]] = []
-
-    @tool(requires_approval=True)
-    def pay(amount: float, to: str) -> str:
-        """Send money.
-
-        Args:
-            amount: How much.
-            to: To whom.
-        """
-        sent.append((amount, to))
-        return f"sent {amount} to {to}"
-
-    return sent, pay
-
+from tests.agent.helpers import make_pay
 
 PLAN = json.dumps({"atoms": [{"id": 1, "kind": "tool", "name": "pay", "input": {"amount": 3, "to": "carol"},
                               "dependsOn": []},
