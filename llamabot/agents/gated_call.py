@@ -1,4 +1,4 @@
-"""One call of a tool in a run, as the agent's ``FuncNode`` and AoT's atoms both make it.
+"""One call of a tool in a run, as the agent's ``FuncNode``, its early (parallel) calls and AoT's atoms all make it.
 
 - its context (:func:`call_context`): what the tool's hidden parameters and ``RunContext`` receive: the active
   run's globals, trace id and deps, the call's id, and what the caller adds (the agent: its memory, inner runs);
@@ -9,8 +9,9 @@
   tool-call logic (:func:`llamabot.tools.call.tool_call`: validation, retry policy, timeout) with the decision
   in its ``RunContext``.
 
-The span is the caller's: ``FuncNode``'s graph step, or the ``tool_call`` span of kind ``atom`` an AoT atom
-opens inside its layer.
+The span is the caller's: ``FuncNode``'s graph step, the ``tool_call`` span an early call opens beside it
+(:mod:`~llamabot.agents.parallel_calls`), or the ``tool_call`` span of kind ``atom`` an AoT atom opens inside its
+layer.
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ run holds. What changes on the async path: when the node of a reply's first call
 reply are queued, it starts the queued ones early, as the async side of a layer
 (:func:`llamabot.agents.layer.start_items`: tasks, at most ``limit`` calls at once, its own included), and their
 nodes later take the outcome instead of calling the tool. Each early call is a ``tool_call`` span of its own,
-beside the node's (same parent), timed as it really ran.
+beside the node's (same parent), timed as it really ran, and a :class:`~llamabot.agents.gated_call.GatedCall` as
+the node's would be: the same context (:func:`~llamabot.agents.gated_call.call_context`: its ``RunContext`` shows
+the run's deps and the call's id) and the same tool-call logic.
 
 A call starts early only when nothing can tell it from a sequential run:
 - its tool is not terminal (a terminal call ends the run; the calls after it must not run), needs no approval
@@ -26,10 +28,10 @@ from dataclasses import dataclass
 from functools import partial
 
 from llamabot.agents.agent_state import PendingCall
+from llamabot.agents.gated_call import GatedCall, call_context
 from llamabot.agents.layer import check_limit, overlaps, start_items
 from llamabot.observe.tracing import LiveRun, Span, close_span, start_span, under
-from llamabot.tools.call import ToolOutcome, ainvoke_tool
-from llamabot.tools.context import CALL_ID
+from llamabot.tools.call import ToolOutcome
 from llamabot.tools.tool import Tool
 
 #: The run's live values key holding the early calls: call id -> the task running it.
@@ -97,8 +99,9 @@ async def _early_call(parent: Span | None, early: tuple[Tool, PendingCall]) -> T
     with under(parent):
         opened = start_span(call.name, "tool_call", "tool_call", None,
                             {"arguments": call.arguments, "call_id": call.id, "early": True})
-        try:
-            outcome = await ainvoke_tool(tool, call.arguments, {CALL_ID: call.id}, validated=True)
+        try:  # no gate: a tool that requires approval never runs early (early_tool)
+            context = call_context(call) if tool.hidden else None
+            outcome = await GatedCall(tool, call, context, validated=True).arun()
         except BaseException as exc:
             close_span(opened, None, exc)
             raise

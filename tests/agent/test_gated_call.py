@@ -1,6 +1,6 @@
-"""One call of a tool in a run (AGT-CALL-*): the agent's ``FuncNode`` and AoT's atoms both call their tools
-through :class:`~llamabot.agents.gated_call.GatedCall`, so an approver sees, decides and refuses their calls the
-same way, sync or async."""
+"""One call of a tool in a run (AGT-CALL-*): the agent's ``FuncNode``, its early (parallel) calls and AoT's atoms
+all call their tools through :class:`~llamabot.agents.gated_call.GatedCall`, so an approver sees, decides and
+refuses their calls the same way, sync or async, and a tool sees the same ``RunContext`` however its call ran."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from llamabot import AgentBot, ScriptedModel
+from llamabot import AgentBot, AsyncAgentBot, RunContext, ScriptedModel, tool
 from llamabot.agents.gated_call import GatedCall
-from llamabot.models.scripted import tool_call
+from llamabot.models.scripted import tool_call, tool_calls
 from llamabot.reasoning.aot import AoTBot
 from llamabot.reasoning.aot.record import AtomExecutionError
 from llamabot.tools.approval import Decision
@@ -80,3 +80,47 @@ def test_agt_call_010_a_rejected_call_is_the_same_not_run_error_in_both():
     atom = info.value.record.atoms[1]
     assert shown == f"Error: {atom.error}" and "not today" in atom.error
     assert atom.status == "failed" and atom.attempts == 0 and sent == []
+
+
+async def test_agt_call_020_early_calls_go_through_gated_call_and_see_the_context_of_their_turn(monkeypatch):
+    gated: list[str] = []
+    plain_arun = GatedCall.arun
+
+    async def spied_arun(self):
+        gated.append(self.call.id)
+        return await plain_arun(self)
+
+    monkeypatch.setattr(GatedCall, "arun", spied_arun)
+    seen: dict[str, RunContext] = {}
+
+    @tool
+    async def look(ctx: RunContext[str], key: str) -> str:
+        """Look a key up.
+
+        Args:
+            key: Which.
+        """
+        seen[key] = ctx
+        await asyncio.sleep(0.01)
+        return key
+
+    async def run(limit: int):
+        """The RunContext each call saw, by its place in the reply (call id as its index), and the run's trace."""
+        seen.clear()
+        gated.clear()
+        model = ScriptedModel([tool_calls(*[("look", {"key": k}) for k in "abc"]),
+                               tool_call("respond_to_user", response="ok")])
+        bot = AsyncAgentBot(tools=[look], model=model, max_parallel_tools=limit)
+        answer, trace = await bot.arun_with_trace("q", deps="the deps")
+        assert answer == "ok"
+        ids = [c["id"] for c in model.requests[1].messages[2]["tool_calls"]]
+        assert set(ids) <= set(gated)  # every call of the reply, early or in its turn, went through GatedCall
+        contexts = [(ids.index(c.tool_call_id), c.deps, c.run_id == trace.trace_id, c.tool_name, c.approval)
+                    for c in (seen[k] for k in "abc")]
+        return contexts, trace
+
+    in_turn, _ = await run(1)
+    early, trace = await run(8)
+    assert [s.attributes.get("early", False) for s in trace.spans if s.name == "look"].count(True) == 2
+    assert early == in_turn == [(0, "the deps", True, "look", None), (1, "the deps", True, "look", None),
+                                (2, "the deps", True, "look", None)]
