@@ -34,7 +34,7 @@ EXPECTED_KEYS: dict[str, set[str]] = {
         "parallel_ratio", "token_ratio", "token_ratio_full_context", "anot_prompt_tokens", "cot_prompt_tokens",
         "requests", "quick",
     },
-    "aot_parallel.py": {"parallel_ratio", "parallel_ratio_threads", "sequential_s", "quick"},
+    "aot_parallel.py": {"parallel_ratio", "parallel_ratio_threads", "sync_s", "quick"},
     "parser_scaling.py": {"worst_doubling_ratio", "worst_case", "worst_ms_per_kb", "n", "quick"},
     "import_time.py": {
         "llamabot_ms", "llamabot_bots_ms", "llamabot_agent_ms", "llamabot_cli_ms", "litellm_ms", "llamabot_vs_litellm",
