@@ -46,8 +46,8 @@ APPROVAL = "approval"
 class RunContext(Generic[DepsT]):
     """The run calling a tool. ``deps``: what the caller gave the run (``bot(q, deps=...)``; ``None`` when it gave
     none); ``run_id``: the run's trace id; ``usage``: what the run has spent so far (live: requests, tokens,
-    cost); ``tool_name`` and ``tool_call_id``: this call (the id is ``None`` outside an agent's tool node, e.g.
-    an AoT atom); ``approval``: the decision this call runs under, for a tool that requires approval (``None``
+    cost); ``tool_name`` and ``tool_call_id``: this call (the model's call id in an agent, ``atom-<id>`` for an
+    AoT atom, ``compensate-<id>`` for its compensation; ``None`` for a direct call); ``approval``: the decision this call runs under, for a tool that requires approval (``None``
     otherwise)."""
 
     deps: DepsT

@@ -124,3 +124,66 @@ async def test_agt_call_020_early_calls_go_through_gated_call_and_see_the_contex
     assert [s.attributes.get("early", False) for s in trace.spans if s.name == "look"].count(True) == 2
     assert early == in_turn == [(0, "the deps", True, "look", None), (1, "the deps", True, "look", None),
                                 (2, "the deps", True, "look", None)]
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_agt_call_030_an_aot_atom_sees_its_call_id_and_decision_in_its_run_context(run):
+    seen: list[tuple[str | None, str, object]] = []
+
+    @tool(requires_approval=True)
+    def pay(ctx: RunContext[str], amount: float, to: str) -> str:
+        """Send money.
+
+        Args:
+            amount: How much.
+            to: To whom.
+        """
+        seen.append((ctx.tool_call_id, ctx.deps, ctx.approval))
+        return "sent"
+
+    bot = aot(pay, lambda request: Decision.approve())
+    bot("Pay carol 3", deps="D") if run == "sync" else asyncio.run(bot.arun("Pay carol 3", deps="D"))
+    assert seen == [("atom-1", "D", Decision.approve())]
+
+
+def test_agt_call_030_a_compensation_sees_its_own_call_id():
+    seen: list[str | None] = []
+
+    @tool
+    def book(ctx: RunContext, item: str) -> str:
+        """Book an item.
+
+        Args:
+            item: What to book.
+        """
+        seen.append(ctx.tool_call_id)
+        return item
+
+    @tool
+    def unbook(ctx: RunContext, item: str) -> str:
+        """Cancel a booking.
+
+        Args:
+            item: What to cancel.
+        """
+        seen.append(ctx.tool_call_id)
+        return item
+
+    @tool
+    def fail(x: int) -> int:
+        """Always fails.
+
+        Args:
+            x: Anything.
+        """
+        raise RuntimeError("no")
+
+    plan = json.dumps({"atoms": [
+        {"id": 1, "kind": "tool", "name": "book", "input": {"item": "room"}, "dependsOn": []},
+        {"id": 2, "kind": "tool", "name": "fail", "input": {"x": 1}, "dependsOn": [1]},
+        {"id": 3, "kind": "final", "name": "report", "dependsOn": [2]}]})
+    bot = AoTBot(tools=[book, fail], model=ScriptedModel([plan]), compensations={"book": unbook},
+                 max_execution_replans=0)
+    with pytest.raises(AtomExecutionError):
+        bot("Book a room")
+    assert seen == ["atom-1", "compensate-1"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llamabot.agents.agent_state import PendingCall
-from llamabot.agents.gated_call import GatedCall
+from llamabot.agents.gated_call import GatedCall, call_context
 from llamabot.observe.tracing import Span, span
 from llamabot.reasoning.aot.record import (
     AtomExecutionError,
@@ -55,10 +55,11 @@ def _compensation_span(call: CompensationCall) -> span:
 
 
 def _gated(tools: AtomTools, call: CompensationCall) -> GatedCall:
-    """The compensating call, through the piece an atom's call goes through (as an atom's: no call context;
-    compensators are not gated for approval)."""
+    """The compensating call, through the piece an atom's call goes through (its call context as an atom's, the
+    call id ``compensate-<atom id>``; compensators are not gated for approval)."""
     tool = tools.compensations[call.tool]
-    return GatedCall(tool, PendingCall(f"compensate-{call.atom}", tool.name, call.arguments, ""))
+    pending = PendingCall(f"compensate-{call.atom}", tool.name, call.arguments, "")
+    return GatedCall(tool, pending, call_context(pending) if tool.hidden else None)
 
 
 def _compensated(outcome: ToolOutcome, opened: Span | None) -> str | None:

@@ -35,7 +35,7 @@ from typing import Any
 
 from llamabot.agents.agent_state import PendingCall
 from llamabot.agents.approval import approval_gate
-from llamabot.agents.gated_call import GatedCall
+from llamabot.agents.gated_call import GatedCall, call_context
 from llamabot.agents.layer import arun_items, run_items
 from llamabot.errors import DependencyCycleError, ToolArgumentsError
 from llamabot.graph.layers import topological_layers
@@ -138,9 +138,10 @@ def _prepared(tools: AtomTools, atom: Atom, results: dict[int, Any],
               executor: Executor | None) -> tuple[Any, GatedCall | None, str | None]:
     """The atom's resolved inputs and its call (the one call of a tool in a run, as ``FuncNode`` makes it: its
     tool, the atom's retry policy, and for a tool that requires approval the run's approver: AoT runs do not
-    pause, so no decisions are given; a durable run's steps wait for a person themselves. No call context: the
-    tool's ``RunContext`` has the run's deps, no call id or decision); or its inputs and why it does not run (a
-    reference without a result, no approver: the tool never runs)."""
+    pause, so no decisions are given; a durable run's steps wait for a person themselves; its call context as
+    ``FuncNode``'s (``call_context``): the tool's ``RunContext`` has the run's deps, the call id ``atom-<id>`` and,
+    once approved, the decision); or its inputs and why it does not run (a reference without a result, no
+    approver: the tool never runs)."""
     try:
         inputs = resolve(atom.input, results)
     except KeyError as exc:
@@ -151,7 +152,8 @@ def _prepared(tools: AtomTools, atom: Atom, results: dict[int, Any],
         gate = approval_gate({}, call) if tool.requires_approval else None
     except ApprovalMissingError as missing:
         return inputs, None, f"{type(missing).__name__}: {missing}"
-    return inputs, GatedCall(tool, call, None, gate, retry=tools.retry.for_atom(atom), executor=executor), None
+    context = call_context(call) if tool.hidden else None
+    return inputs, GatedCall(tool, call, context, gate, retry=tools.retry.for_atom(atom), executor=executor), None
 
 
 def _atom_span(atom: Atom, inputs: Any) -> span:
