@@ -45,6 +45,7 @@ def aot(
         help="Atoms compute arithmetic expressions with the calculate tool (default: on with the calculator tools, "
              "off with --tool or --subquestions).",
     ),
+    reasoning: bool = typer.Option(True, help="The plan opens with what is asked and how it follows, in words."),
     temperature: Optional[float] = typer.Option(  # noqa: UP045
         None, help="Planner temperature (default: the model's, or 0.7 with --samples > 1)."
     ),
@@ -81,7 +82,7 @@ def aot(
             try:
                 bot = AoTBot(tools, model=model, decisions=decisions,
                              **settings_apart(_aot_options(max_replans, max_execution_replans, samples, temperature,
-                                                           subquestions, expressions)))
+                                                           subquestions, expressions, reasoning)))
             except ValueError as exc:
                 raise typer.BadParameter(str(exc)) from exc
             result = bot(question)
@@ -125,6 +126,7 @@ def eval_aot(
         None, "--expressions/--no-expressions",
         help="AoT: atoms compute arithmetic expressions with the calculate tool (default: on, off with --subquestions).",
     ),
+    reasoning: bool = typer.Option(True, help="AoT: the plan opens with what is asked and how it follows, in words."),
     temperature: Optional[float] = typer.Option(None, help="AoT planner temperature (default: the model's, 0.7 with --samples > 1)."),  # noqa: UP045
 ) -> None:
     """Accuracy of AoT vs the same model answering directly, plan validity, re-plans, latency, tokens."""
@@ -138,6 +140,7 @@ def eval_aot(
         run_provenance,
         summarise,
     )
+    from llamabot.evals.aot_misses import miss_classes
     from llamabot.evals.report_file import write_report
     from llamabot.models.resolve import get_model
 
@@ -147,7 +150,8 @@ def eval_aot(
         raise typer.BadParameter(str(exc)) from exc
     model_name = get_model(model).name
     chosen = tuple(m.strip() for m in methods.split(",") if m.strip())
-    aot_options = _aot_options(2, max_execution_replans, samples, temperature, subquestions, expressions)
+    aot_options = _aot_options(2, max_execution_replans, samples, temperature, subquestions, expressions,
+                               reasoning)
     try:
         started = run_provenance(model_name, chosen, aot_options)  # the code that runs, before it runs
     except ValueError as exc:
@@ -194,15 +198,19 @@ def eval_aot(
     console.print(table)
     document = report(summaries, dataset=dataset, path=str(path), model=model_name, aot_options=aot_options,
                       provenance=started, tolerance=tolerance)
+    if "aot" in summaries:  # where the plans went wrong (heuristic classes, llamabot.evals.aot_misses)
+        document["misses"] = {"aot": miss_classes(summaries["aot"].attempts, problems)}
+        shown = ", ".join(f"{name} {count}" for name, count in document["misses"]["aot"].items()) or "none"
+        console.print(f"AoT misses: {shown}", markup=False, highlight=False)
     write_report(out, {**document, "partial": False})
     console.print(f"report: {out}")
 
 
 def _aot_options(max_replans: int, max_execution_replans: int, samples: int, temperature: float | None,
-                 subquestions: bool = False, expressions: bool | None = None) -> dict:
+                 subquestions: bool = False, expressions: bool | None = None, reasoning: bool = True) -> dict:
     """``AoTBot`` keyword arguments from the command's options (``temperature`` only when given)."""
     options = {"max_replans": max_replans, "max_execution_replans": max_execution_replans, "samples": samples,
-               "subquestions": subquestions}
+               "subquestions": subquestions, "reasoning": reasoning}
     if expressions is not None:  # else the bot's default
         options["expressions"] = expressions
     if temperature is not None:

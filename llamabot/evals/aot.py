@@ -39,6 +39,7 @@ class Problem:
     question: str
     answer: float
     places: int | None = None
+    equation: str | None = None  # the gold equation, for classifying misses (llamabot.evals.aot_misses)
 
     def is_correct(self, predicted: float | None, tolerance: float = 1e-4) -> bool:
         return is_correct(predicted, self.answer, tolerance, self.places)
@@ -49,11 +50,13 @@ def load_problems(dataset: str, path: str | Path) -> list[Problem]:
     path = Path(path)
     if dataset == "multiarith":
         rows = json.loads(path.read_text())
-        return [Problem(str(r.get("iIndex", i)), r["sQuestion"].strip(), float(r["lSolutions"][0])) for i, r in enumerate(rows)]
+        return [Problem(str(r.get("iIndex", i)), r["sQuestion"].strip(), float(r["lSolutions"][0]),
+                        equation=";".join(r.get("lEquations", [])) or None) for i, r in enumerate(rows)]
     if dataset == "svamp":
         rows = json.loads(path.read_text())
         return [
-            Problem(str(r.get("ID", i)), f"{r['Body'].strip()} {r['Question'].strip()}", float(r["Answer"]))
+            Problem(str(r.get("ID", i)), f"{r['Body'].strip()} {r['Question'].strip()}", float(r["Answer"]),
+                    equation=r.get("Equation"))
             for i, r in enumerate(rows)
         ]
     if dataset == "arith":  # idx,expression,answer, with or without a header row
@@ -61,7 +64,7 @@ def load_problems(dataset: str, path: str | Path) -> list[Problem]:
             rows = [row for row in csv.reader(handle) if row]
         if rows and rows[0][0].strip().lower() == "idx":
             rows = rows[1:]
-        return [Problem(idx, f"What is {expression}?", float(answer), rounded_places(answer))
+        return [Problem(idx, f"What is {expression}?", float(answer), rounded_places(answer), expression)
                 for idx, expression, answer in rows]
     raise ValueError(f"unknown dataset {dataset!r}; use multiarith, svamp or arith")
 
@@ -81,6 +84,7 @@ class Attempt:
     parse_failures: int = 0
     error: str | None = None
     execution_replans: int = 0  # AoT only: re-plans after a failed execution
+    plan: dict[str, Any] | None = None  # AoT only: the plan that gave the answer (its reasoning included)
 
 
 @dataclass(slots=True)
@@ -141,7 +145,7 @@ def run_aot(bot: Any, question: str) -> Outcome:
     return Outcome(result.answer, result.usage.total_tokens, metrics={
         "predicted": parse_number(result.answer), "plan_valid_first": _first_plan_valid(result.trace),
         "replans": result.replans, "parse_failures": result.parse_failures,
-        "execution_replans": len(result.execution_failures)})
+        "execution_replans": len(result.execution_failures), "plan": result.plan.to_dict()})
 
 
 def _first_plan_valid(trace: Any) -> bool:
@@ -178,6 +182,7 @@ def method_settings(methods: tuple[str, ...], aot_options: dict[str, Any] | None
     for method in methods:
         if method == "aot":
             options = {"max_replans": 2, "max_execution_replans": 1, "samples": 1, "subquestions": False,
+                       "reasoning": True,
                        **{k: v for k, v in (aot_options or {}).items() if v is not None}}
             # the calculator tools are the bot's defaults: expressions unless sub-questions (AoTBot's own rule)
             options["expressions"] = resolve_expressions(options.get("expressions"), None, options["subquestions"])
@@ -199,7 +204,8 @@ def method_prompts(methods: tuple[str, ...], aot_options: dict[str, Any] | None 
         options = method_settings(("aot",), aot_options)["aot"]
         questions, expressions = options["subquestions"], options["expressions"]
         tools = {t.name: t for t in map(as_tool, EXPRESSION_TOOLS if expressions else CALCULATOR_TOOLS)}
-        texts["aot"] = [planner_prompt(tools, {}, questions=questions, expressions=expressions), REPLAN_MESSAGE,
+        texts["aot"] = [planner_prompt(tools, {}, questions=questions, expressions=expressions,
+                                       reasoning=options["reasoning"]), REPLAN_MESSAGE,
                         EXECUTION_FAILED_MESSAGE]
     return {m: texts[m] for m in methods}
 
@@ -258,7 +264,7 @@ def _scorer(tolerance: float) -> Callable[[str, Case], bool]:
 
 
 #: The measures of an AoT attempt kept in the general attempt's ``metrics``.
-_MEASURES = ("predicted", "plan_valid_first", "replans", "parse_failures", "execution_replans")
+_MEASURES = ("predicted", "plan_valid_first", "replans", "parse_failures", "execution_replans", "plan")
 
 
 def _attempt(attempt: run.Attempt, problem: Problem) -> Attempt:

@@ -196,7 +196,7 @@ def test_aot_eval_050_the_report_records_model_settings_prompt_versions_and_comm
     first, second = reports
     assert first["model"] == name
     assert first["decoding"]["aot"] == {"max_replans": 2, "max_execution_replans": 1, "samples": 1, "subquestions": False,
-                                       "expressions": False}
+                                       "reasoning": True, "expressions": False}
     assert first["decoding"]["direct"] == {"max_tokens": 32} and first["decoding"]["cot"] == {"max_tokens": 384}
     assert set(first["prompts"]) == {"aot", "direct", "cot"} and all(len(h) == 64 for h in first["prompts"].values())
     assert first["prompts"]["direct"] == prompt_version([DIRECT_PROMPT])

@@ -78,6 +78,9 @@ class AoTBot(GraphBot):
     and computes each expression (:mod:`llamabot.toolkits.expression`, never ``eval``). Default (``None``): on
     with the default tools (it measured best, see the AoT design's evaluation results), off when you give your own
     ``tools`` or ask for ``subquestions``; ``expressions=False`` plans with the separate calculator tools.
+    ``reasoning`` (default on: it measured best, see the AoT design): the plan opens with what the question asks
+    and how it follows from the question's numbers, in words and computing nothing (``Plan.reasoning``, first in
+    the schema, so the model writes it before any atom); ``reasoning=False`` asks for the atoms alone.
     ``output_type``: the result's ``answer`` is validated as this type (pydantic's lax mode: ``"437"`` is ``437``
     for ``int``), else :class:`StructuredOutputError`.
     """
@@ -95,6 +98,7 @@ class AoTBot(GraphBot):
         samples: int = 1,
         subquestions: bool = False,
         expressions: bool | None = None,
+        reasoning: bool = True,
         retry: RetryPolicy = RetryPolicy(),
         compensations: dict[str, Any] | None = None,
         hooks: Iterable[RunHooks] = (),
@@ -136,6 +140,7 @@ class AoTBot(GraphBot):
             samples=samples,
             questions=subquestions,
             expressions=expressions,
+            reasoning=reasoning,
         )
         atom_tools = AtomTools(self.tools, self.decisions, retry, self.compensations)
         self.execute_node = LayerNode(atom_tools)

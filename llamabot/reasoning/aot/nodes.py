@@ -90,13 +90,15 @@ class PlanNode(StructuredNode[Plan]):
         samples: int = 1,
         questions: bool = False,
         expressions: bool = False,
+        reasoning: bool = False,
     ):
         super().__init__(StructuredBot(output_type=Plan, model=model, model_settings=completion_kwargs, max_repairs=0))
-        self.bot.response_format = plan_response_format(tools, decisions, questions=questions)
+        self.bot.response_format = plan_response_format(tools, decisions, questions=questions, reasoning=reasoning)
         self.model, self.tools, self.decisions = model, tools, decisions
         self.max_replans = max_replans
         self.samples = samples
-        self.system = system(planner_prompt(tools, decisions, questions=questions, expressions=expressions))
+        self.system = system(planner_prompt(tools, decisions, questions=questions, expressions=expressions,
+                                                    reasoning=reasoning))
 
     def prep(self, shared: dict[str, Any]) -> PlanInput:
         return PlanInput(

@@ -24,6 +24,8 @@ EMBEDDED_REFERENCE = re.compile(r"<result_of_(\d+)>")
 MAX_REFERENCE_DIGITS = 18
 #: The longest sub-question an atom may carry (``Atom.question``; the schema's ``maxLength``).
 QUESTION_MAX_LENGTH = 200
+#: The longest reasoning a plan may open with (``Plan.reasoning``; the schema's ``maxLength``).
+REASONING_MAX_LENGTH = 400
 
 
 
@@ -54,6 +56,9 @@ class Plan(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: What the question asks and how it follows from the question's quantities, in words (planners asked to
+    #: reason first write it before the atoms; never executed).
+    reasoning: str | None = Field(default=None, max_length=REASONING_MAX_LENGTH)
     atoms: list[Atom]
 
     def atom(self, atom_id: int) -> Atom:

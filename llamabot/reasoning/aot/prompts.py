@@ -12,7 +12,7 @@ from llamabot.tools.tool import Tool
 #: expression example).
 _OPENING = """You are a planner. You never compute anything yourself: you write a plan of atoms that a \
 program executes exactly.
-
+{reasoning}
 Each atom is one step: {{"id": <int>, "kind": "tool" | "decision" | "final", "name": <tool>, "input": {{...}}, \
 "dependsOn": [<ids>]}}.
 """
@@ -43,7 +43,7 @@ EXAMPLE_PLAN: dict[str, Any] = {
 #: With sub-questions (``AoTBot(subquestions=True)``): each atom first says, in words, what it finds out.
 QUESTIONS_PROMPT = """You are a planner. You never compute anything yourself: you break the question into small \
 sub-questions, and each sub-question becomes one atom that a program executes exactly.
-
+{reasoning}
 Each atom is one step: {{"id": <int>, "question": <what this step finds = how, in words>, \
 "kind": "tool" | "decision" | "final", "name": <tool>, "input": {{...}}, "dependsOn": [<ids>]}}.
 - Read the question first: which quantities are given, and what is asked. Each step finds one new quantity \
@@ -106,6 +106,19 @@ EXPRESSION_WORD_EXAMPLE_PLAN: dict[str, Any] = {
     ]
 }
 
+#: With reasoning (``AoTBot(reasoning=True)``, the default): the plan opens with what is asked and how it follows
+#: from the question's numbers, in words, before any atom (``Plan.reasoning``; the schema asks for it first).
+REASONING_INSTRUCTION = """
+First write "reasoning", in words: what the question asks for, and how it follows from the numbers in the \
+question, naming what each number you use counts. Compute nothing there. Then write the atoms that compute it.
+"""
+#: The reasoning of each worked example: the expression example, then the word-problem example.
+EXAMPLE_REASONING = "Asked: the value of the expression, computed as written."
+WORD_EXAMPLE_REASONING = (
+    "Asked: the students at school today. Students in one class = 15 girls + 7 boys; the students of the 3 classes "
+    "= students in one class * 3; at school today = the students of the 3 classes - 10 absent students."
+)
+
 REPLAN_MESSAGE = """That plan is invalid:
 {errors}
 Write the whole plan again, fixing every problem."""
@@ -137,20 +150,30 @@ def _type_name(schema: dict[str, Any]) -> str:
     return str(schema.get("type", "value"))
 
 
+def _example(plan: dict[str, Any], reasoning: str | None) -> str:
+    return json.dumps({"reasoning": reasoning, **plan} if reasoning else plan)
+
+
 def planner_prompt(tools: dict[str, Tool], decisions: dict[str, Tool], *, questions: bool = False,
-                   expressions: bool = False) -> str:
+                   expressions: bool = False, reasoning: bool = False) -> str:
     """The planner's system prompt; ``questions``: the sub-question form (each atom starts with its question);
-    ``expressions``: atoms compute expressions with ``calculate`` (which ``tools`` must hold)."""
+    ``expressions``: atoms compute expressions with ``calculate`` (which ``tools`` must hold); ``reasoning``: the
+    plan opens with its reasoning in words (the examples too)."""
+    opening = REASONING_INSTRUCTION if reasoning else ""
+    said, word_said = (EXAMPLE_REASONING, WORD_EXAMPLE_REASONING) if reasoning else (None, None)
     decision_lines = ""
     if decisions:
         decision_lines = "\nDecisions (kind \"decision\"):\n" + "\n".join(describe_tool(t) for t in decisions.values()) + "\n"
     tool_lines = "\n".join(describe_tool(t) for t in tools.values())
     if expressions:
-        return EXPRESSIONS_PROMPT.format(tools=tool_lines, decisions=decision_lines,
-                                         example=json.dumps(EXPRESSION_EXAMPLE_PLAN),
-                                         word_example=json.dumps(EXPRESSION_WORD_EXAMPLE_PLAN))
-    template, example = (QUESTIONS_PROMPT, QUESTIONS_EXAMPLE_PLAN) if questions else (PLANNER_PROMPT, EXAMPLE_PLAN)
-    return template.format(tools=tool_lines, decisions=decision_lines, example=json.dumps(example))
+        return EXPRESSIONS_PROMPT.format(reasoning=opening, tools=tool_lines, decisions=decision_lines,
+                                         example=_example(EXPRESSION_EXAMPLE_PLAN, said),
+                                         word_example=_example(EXPRESSION_WORD_EXAMPLE_PLAN, word_said))
+    if questions:
+        template, example = QUESTIONS_PROMPT, _example(QUESTIONS_EXAMPLE_PLAN, word_said)
+    else:
+        template, example = PLANNER_PROMPT, _example(EXAMPLE_PLAN, said)
+    return template.format(reasoning=opening, tools=tool_lines, decisions=decision_lines, example=example)
 
 EXECUTION_FAILED_MESSAGE = """Running that plan failed: {failure}
 Write the whole plan again so that every atom can run. Do not compute anything yourself."""

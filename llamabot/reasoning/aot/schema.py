@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llamabot.reasoning.aot.plan import QUESTION_MAX_LENGTH
+from llamabot.reasoning.aot.plan import QUESTION_MAX_LENGTH, REASONING_MAX_LENGTH
 from llamabot.tools.tool import Tool
 
 REFERENCE_SCHEMA: dict[str, Any] = {"type": "string", "pattern": "^<result_of_[0-9]+>$"}
@@ -22,6 +22,8 @@ MAX_ATOMS = 32
 MAX_INPUT_DEPTH = 16
 #: An atom's sub-question (``plan_schema(..., questions=True)``): words, bounded.
 QUESTION_SCHEMA: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": QUESTION_MAX_LENGTH}
+#: A plan's opening reasoning (``plan_schema(..., reasoning=True)``): words, bounded, before the atoms.
+REASONING_SCHEMA: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": REASONING_MAX_LENGTH}
 
 
 def _with_references(schema: dict[str, Any]) -> dict[str, Any]:
@@ -70,24 +72,27 @@ FINAL_VARIANT: dict[str, Any] = {
 
 
 def plan_schema(tools: dict[str, Tool], decisions: dict[str, Tool] | None = None,
-                max_atoms: int = MAX_ATOMS, *, questions: bool = False) -> dict[str, Any]:
+                max_atoms: int = MAX_ATOMS, *, questions: bool = False, reasoning: bool = False) -> dict[str, Any]:
     """The JSON schema of a plan over these tools and decisions; with ``questions``, every tool and decision atom
-    starts with the sub-question it answers (``question``, in words)."""
+    starts with the sub-question it answers (``question``, in words); with ``reasoning``, the plan starts with
+    its reasoning (``reasoning``, in words), so a model generating in order writes it before any atom."""
     variants = [_atom_variant("tool", t, questions) for t in tools.values()]
     variants += [_atom_variant("decision", t, questions) for t in (decisions or {}).values()]
     variants.append(FINAL_VARIANT)
+    said: dict[str, Any] = {"reasoning": REASONING_SCHEMA} if reasoning else {}
     return {
         "type": "object",
         "properties": {
+            **said,
             "atoms": {"type": "array", "items": {"anyOf": variants}, "minItems": 1, "maxItems": max_atoms},
         },
-        "required": ["atoms"],
+        "required": [*said, "atoms"],
         "additionalProperties": False,
     }
 
 
 def plan_response_format(tools: dict[str, Tool], decisions: dict[str, Tool] | None = None, *,
-                         questions: bool = False) -> dict[str, Any]:
+                         questions: bool = False, reasoning: bool = False) -> dict[str, Any]:
     """``response_format`` asking for a plan (enforced by grammar on the embedded model)."""
-    schema = plan_schema(tools, decisions, questions=questions)
+    schema = plan_schema(tools, decisions, questions=questions, reasoning=reasoning)
     return {"type": "json_schema", "json_schema": {"name": "Plan", "schema": schema}}

@@ -153,4 +153,4 @@ def validate_plan(plan: Plan, tools: dict[str, Tool], decisions: dict[str, Tool]
 
     if issues:
         raise PlanValidationError(plan, issues)
-    return Plan(atoms=normalised), notes
+    return Plan(reasoning=plan.reasoning, atoms=normalised), notes
