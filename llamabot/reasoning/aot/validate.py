@@ -3,7 +3,8 @@
 Rules (docs/design/aot/aot-EARS.md): at most :data:`MAX_ATOMS` atoms (the schema's limit); unique ids; known
 tools and decisions; dependencies on existing atoms; no cycles; ``<result_of_N>`` only to existing, earlier
 atoms; inputs nested at most :data:`MAX_INPUT_DEPTH` deep that match the tool's argument schema; exactly one
-``final``, which reports something. A reference missing from ``dependsOn`` is added (a note, not an error).
+``final``, which reports something. A reference missing from ``dependsOn`` is added, and so is a final atom
+reporting the one atom nothing depends on when a plan has no final (notes, not errors).
 
 Total and linear in the plan's size, whatever the model wrote: every problem is a :class:`PlanIssue` in a
 :class:`PlanValidationError` (so the bot re-plans), never a ``RecursionError`` or a bare ``ValueError``.
@@ -20,7 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 from llamabot.errors import DependencyCycleError, LlamabotError, excerpt
 from llamabot.graph.layers import topological_layers
 from llamabot.reasoning.aot.plan import MAX_REFERENCE_DIGITS, Atom, Plan, reference_texts, references
-from llamabot.reasoning.aot.schema import MAX_ATOMS, MAX_INPUT_DEPTH
+from llamabot.reasoning.aot.schema import FINAL_NAME, MAX_ATOMS, MAX_INPUT_DEPTH
 from llamabot.tools.tool import Tool
 
 
@@ -81,6 +82,19 @@ def _cycles(atoms: list[Atom]) -> list[list[int]]:
     return []
 
 
+def _implied_final(atoms: list[Atom], notes: list[str]) -> list[Atom]:
+    """A plan that forgot its final atom but has exactly one atom nothing depends on reports that atom: a final
+    atom is appended to ``atoms`` (a note says so). Otherwise nothing is added (``final_count`` follows)."""
+    used = {dep for atom in atoms for dep in atom.depends_on}
+    sinks = [atom for atom in atoms if atom.id not in used]
+    if len(sinks) != 1:
+        return []
+    final = Atom(id=max(atom.id for atom in atoms) + 1, kind="final", name=FINAL_NAME, dependsOn=[sinks[0].id])
+    atoms.append(final)
+    notes.append(f"added final atom {final.id} reporting atom {sinks[0].id} (the plan had no final atom)")
+    return [final]
+
+
 def validate_plan(plan: Plan, tools: dict[str, Tool], decisions: dict[str, Tool] | None = None, *,
                   max_atoms: int | None = MAX_ATOMS) -> tuple[Plan, list[str]]:
     """Check ``plan``; return the normalised plan (references added to ``dependsOn``) and notes.
@@ -135,6 +149,8 @@ def validate_plan(plan: Plan, tools: dict[str, Tool], decisions: dict[str, Tool]
         normalised.append(atom.model_copy(update={"depends_on": depends}))
 
     finals = [a for a in normalised if a.kind == "final"]
+    if not finals:
+        finals = _implied_final(normalised, notes)
     if len(finals) != 1:
         ids = ", ".join(str(a.id) for a in finals) or "none"
         issues.append(PlanIssue(None, "final_count", f"a plan needs exactly one final atom (found: {ids})"))

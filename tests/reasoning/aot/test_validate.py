@@ -100,10 +100,31 @@ def test_aot_val_070_inputs_must_match_the_tool_argument_schema():
 
 
 def test_aot_val_080_exactly_one_final_that_reports_something():
-    assert (None, "final_count") in errors_of(plan(tool(1, "add", a=1, b=2)))
+    assert (None, "final_count") in errors_of(plan(tool(1, "add", a=1, b=2), tool(2, "add", a=3, b=4)))
     assert (None, "final_count") in errors_of(plan(tool(1, "add", a=1, b=2), final(2, [1]), final(3, [1])))
     assert (2, "empty_final") in errors_of(plan(tool(1, "add", a=1, b=2), final(2, [])))
     assert (2, "final_not_last") in errors_of(plan(tool(1, "add", a=1, b=2), final(2, [1]), tool(3, "add", [2], a=1, b=2)))
+
+
+def test_aot_val_085_a_plan_without_a_final_reports_its_one_last_atom():
+    checked, notes = validate_plan(plan(tool(1, "add", a=1, b=2), tool(4, "add", [1], a="<result_of_1>", b=3)), TOOLS)
+    assert checked.final is not None and checked.final.id == 5 and checked.final.depends_on == [4]
+    assert checked.atoms[-1].name == "report"
+    assert notes == ["added final atom 5 reporting atom 4 (the plan had no final atom)"]
+    assert validate_plan(checked, TOOLS) == (checked, [])  # a normalised plan is valid as it is
+
+
+def test_aot_val_085_the_bot_runs_a_plan_that_forgot_its_final_atom_without_a_replan():
+    from llamabot.models.scripted import ScriptedModel, json_reply
+    from llamabot.reasoning.aot import AoTBot
+
+    forgot = {"atoms": [{"id": 1, "kind": "tool", "name": "calculate", "input": {"expression": "7 + 5"}},
+                        {"id": 2, "kind": "tool", "name": "calculate", "input": {"expression": "<result_of_1> - 2"},
+                         "dependsOn": [1]}]}
+    model = ScriptedModel([json_reply(forgot)])
+    result = AoTBot(model=model)("Mia had 7 apples, got 5 more and ate 2. How many are left?")
+    assert result.answer == 10 and result.replans == 0 and len(model.requests) == 1
+    assert "added final atom 3 reporting atom 2 (the plan had no final atom)" in result.notes
 
 
 def test_aot_val_090_every_error_is_reported_at_once():
