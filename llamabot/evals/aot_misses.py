@@ -79,12 +79,15 @@ def classify(attempt: dict[str, Any], question: str, equation: str) -> str:
 def miss_classes(attempts: Iterable[Any], problems: Iterable[Any]) -> dict[str, int]:
     """How many missed attempts fall in each class (in :data:`CLASSES` order, empty classes left out).
     ``attempts``: ``Attempt`` records of :mod:`llamabot.evals.aot` or a report's attempt dicts; ``problems``: the
-    ``Problem`` s they ran on, whose ``equation`` is the gold one."""
+    ``Problem`` s they ran on, whose ``equation`` is the gold one (a problem without one classes its misses as a
+    plan-less attempt's: ``no_answer``, ``sign`` or ``unknown``)."""
     by_id = {p.id: p for p in problems}
     counts: Counter[str] = Counter()
     for attempt in attempts:
         record = attempt if isinstance(attempt, dict) else asdict(attempt)
         if not record["correct"]:
             problem = by_id[record["problem"]]
+            if not problem.equation:
+                record = {**record, "plan": None}
             counts[classify(record, problem.question, problem.equation or "")] += 1
     return {c: counts[c] for c in CLASSES if counts[c]}

@@ -57,6 +57,8 @@ def test_aot_eval_070_counts_skip_correct_attempts_and_keep_the_class_order():
                 Attempt("b", 9.0, 9.0, True, 1.0, 10, plan=plan("12 - 3"))]
     counts = miss_classes(attempts, problems)
     assert counts == {"no_answer": 1, "operation": 1} and list(counts) == [c for c in CLASSES if c in counts]
+    unknown = Problem("a", QUESTION, 9.0)  # no gold equation: nothing to compare the plan with
+    assert miss_classes(attempts[:1], [unknown]) == {"unknown": 1}
 
 
 def test_aot_eval_070_datasets_carry_their_gold_equations(tmp_path):
