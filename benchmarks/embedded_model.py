@@ -1,8 +1,8 @@
 """The embedded model against raw llama-cpp-python, measured in the same run on the same loaded model.
 
 - ``stream_ratio`` / ``nostream_ratio``: tokens per second of a ``local/`` call through the model seam
-  (``call_model``, with and without ``on_token``) over raw ``Llama.create_completion`` on the same ``Llama``
-  object and the same rendered prompt (``stream=True`` / ``False``); the two run back to back ``reps`` times
+  (``call_model``, with and without ``on_token``; the batching scheduler decoding) over raw
+  ``Llama.create_completion`` on a ``Llama`` of the same file and settings and the same rendered prompt (``stream=True`` / ``False``); the two run back to back ``reps`` times
   (which goes first alternates) and the ratio is the median of the pairs' ratios, so load from other processes
   hits both alike. ``*_cpu_ratio``: the same with tokens per CPU second of the process (all threads), which
   outside load disturbs far less. Greedy decoding: both sides write the same tokens (``same_text=1``).
@@ -62,8 +62,12 @@ def throughput(model_name: str, tokens: int, reps: int) -> dict[str, float]:
     from llamabot.models.seam import call_model
 
     model = get_model(model_name)
+    from llama_cpp import Llama
+
     loaded = loaded_model(local_alias(model_name))
-    llm = loaded.llm
+    settings = loaded.settings
+    llm = Llama(model_path=loaded.path, n_ctx=settings.n_ctx, n_batch=settings.n_batch, n_threads=settings.n_threads,
+                n_threads_batch=settings.n_threads, verbose=False)
     messages = [{"role": "user", "content": ESSAY}]
     prompt = loaded.formatter(messages=messages).prompt
     request = ModelRequest(
@@ -158,7 +162,7 @@ def tot_replays(model_name: str, quick: bool) -> dict[str, float]:
 
     def fresh(memory_on: bool) -> None:
         loaded.memory = MemoryPrefixCache(loaded.settings.memory_bytes) if memory_on else None
-        loaded.llm.n_tokens = 0  # every pass starts from an empty context
+        loaded.scheduler.forget()  # every pass starts from an empty context
 
     options = (
         {"branching_factor": 2, "max_depth": 1, "min_depth": 1, "max_nodes": 3}

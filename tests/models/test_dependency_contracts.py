@@ -458,8 +458,6 @@ def test_mdl_dep_020_llama_instance_attributes_set_at_load(llama_cpp):
     dependents = {
         "_model": "llamabot/models/local/runtime.py:_load (llm._model.token_get_text for BOS/EOS text)",
         "metadata": "llamabot/models/local/runtime.py:_load (the GGUF's tokenizer.chat_template)",
-        "input_ids": "llamabot/models/local/engine.py:restore and LocalEngine.reuse_prefix",
-        "n_tokens": "llamabot/models/local/engine.py:restore and LocalEngine.reuse_prefix",
     }
     for attribute, dependent in dependents.items():
         assert init_assigns(llama_cpp.Llama, attribute), broken(
@@ -476,9 +474,8 @@ def test_mdl_dep_020_llama_instance_attributes_set_at_load(llama_cpp):
 def test_mdl_dep_020_llama_handles_and_methods(llama_cpp):
     Llama = llama_cpp.Llama
     for name, dependent in {
-        "ctx": "llamabot/models/local/engine.py:snapshot and restore (llama_state_seq_* on llm.ctx)",
-        "model": "llamabot/models/local/runtime.py:_load (llama_model_is_recurrent/hybrid on llm.model)",
-        "_input_ids": "Llama.generate's prefix match, which local/engine.py:restore feeds through input_ids/n_tokens",
+        "model": "llamabot/models/local/runtime.py:_load and local/scheduler.py (the scheduler's context on "
+        "llm.model)",
     }.items():
         assert isinstance(inspect.getattr_static(Llama, name, None), property), broken(
             "llama-cpp-python", f"Llama.{name}", dependent
@@ -487,24 +484,7 @@ def test_mdl_dep_020_llama_handles_and_methods(llama_cpp):
         ("tokenize", {"text", "add_bos", "special"}, "llamabot/models/local/engine.py:LocalEngine._tokens"),
         ("token_eos", set(), "llamabot/models/local/runtime.py:_load"),
         ("token_bos", set(), "llamabot/models/local/runtime.py:_load"),
-        ("eval", {"tokens"}, "llamabot/models/local/engine.py:LocalEngine.reuse_prefix"),
         ("close", set(), "llamabot/models/local/runtime.py:LoadedModel.close"),
-        (
-            "create_completion",
-            {
-                "prompt",
-                "stream",
-                "grammar",
-                "temperature",
-                "max_tokens",
-                "stop",
-                "top_p",
-                "seed",
-                "top_k",
-                "repeat_penalty",
-            },
-            "llamabot/models/local/engine.py:LocalEngine._complete and sampling_params",
-        ),
     ]:
         method = getattr(Llama, name, None)
         assert callable(method), broken("llama-cpp-python", f"Llama.{name}()", dependent)
@@ -531,32 +511,54 @@ def test_mdl_dep_020_jinja2_chat_formatter_renders_messages_and_tools(llama_cpp)
 
 
 @local
-def test_mdl_dep_020_grammar_from_json_schema(llama_cpp):
+def test_mdl_dep_020_gbnf_from_json_schema(llama_cpp):
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
     schema = {
         "type": "object",
         "properties": {"name": {"enum": ["add"]}, "arguments": {"type": "object"}},
         "required": ["name", "arguments"],
     }
-    grammar = llama_cpp.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
-    assert isinstance(grammar, llama_cpp.LlamaGrammar), broken(
+    grammar = json_schema_to_gbnf(json.dumps(schema))
+    assert isinstance(grammar, str) and "root ::=" in grammar and "add" in grammar, broken(
         "llama-cpp-python",
-        "LlamaGrammar.from_json_schema(schema_json, verbose=False)",
+        "llama_grammar.json_schema_to_gbnf(schema_json) giving GBNF text with a root rule",
         "llamabot/models/local/engine.py:_grammar (tool calls and response_format)",
-    )
-    assert "add" in str(getattr(grammar, "_grammar", "")), broken(
-        "llama-cpp-python",
-        "a GBNF grammar built from the JSON schema",
-        "llamabot/models/local/engine.py:_grammar",
     )
 
 
 #: The low-level llama.cpp functions llamabot calls, with the ctypes argument types it passes.
+SCHEDULER = "llamabot/models/local/scheduler.py"
 LOW_LEVEL = {
-    "llama_state_seq_get_size": (2, "llamabot/models/local/engine.py:snapshot"),
-    "llama_state_seq_get_data": (4, "llamabot/models/local/engine.py:snapshot"),
-    "llama_state_seq_set_data": (4, "llamabot/models/local/engine.py:restore"),
-    "llama_get_memory": (1, "llamabot/models/local/engine.py:restore"),
-    "llama_memory_seq_rm": (4, "llamabot/models/local/engine.py:restore"),
+    "llama_state_seq_get_size": (2, f"{SCHEDULER}:Scheduler._snapshot"),
+    "llama_state_seq_get_data": (4, f"{SCHEDULER}:Scheduler._snapshot"),
+    "llama_state_seq_set_data": (4, f"{SCHEDULER}:Scheduler._restore"),
+    "llama_get_memory": (1, f"{SCHEDULER}:Scheduler._main"),
+    "llama_memory_seq_rm": (4, f"{SCHEDULER}:Scheduler._clear and _start"),
+    "llama_memory_seq_cp": (5, f"{SCHEDULER}:Scheduler._start (a live sequence's prefix shared)"),
+    "llama_context_default_params": (0, f"{SCHEDULER}:Scheduler._main"),
+    "llama_init_from_model": (2, f"{SCHEDULER}:Scheduler._main"),
+    "llama_free": (1, f"{SCHEDULER}:Scheduler._main"),
+    "llama_model_get_vocab": (1, f"{SCHEDULER}:Scheduler._main"),
+    "llama_batch_init": (3, f"{SCHEDULER}:Scheduler._main"),
+    "llama_batch_free": (1, f"{SCHEDULER}:Scheduler._main"),
+    "llama_decode": (2, f"{SCHEDULER}:Scheduler._step"),
+    "llama_sampler_chain_default_params": (0, f"{SCHEDULER}:Scheduler._sampler"),
+    "llama_sampler_chain_init": (1, f"{SCHEDULER}:Scheduler._sampler"),
+    "llama_sampler_chain_add": (2, f"{SCHEDULER}:Scheduler._sampler"),
+    "llama_sampler_init_greedy": (0, f"{SCHEDULER}:Scheduler._sampler"),
+    "llama_sampler_init_grammar": (3, f"{SCHEDULER}:Scheduler._sampler"),
+    "llama_sampler_init_top_k": (1, f"{SCHEDULER}:Scheduler._sampler"),
+    "llama_sampler_init_top_p": (2, f"{SCHEDULER}:Scheduler._sampler"),
+    "llama_sampler_init_min_p": (2, f"{SCHEDULER}:Scheduler._sampler"),
+    "llama_sampler_init_temp": (1, f"{SCHEDULER}:Scheduler._sampler"),
+    "llama_sampler_init_dist": (1, f"{SCHEDULER}:Scheduler._sampler"),
+    "llama_sampler_init_penalties": (5, f"{SCHEDULER}:Scheduler._sampler (as llama-cpp-python calls it)"),
+    "llama_sampler_sample": (3, f"{SCHEDULER}:Scheduler._step"),
+    "llama_sampler_free": (1, f"{SCHEDULER}:Scheduler._finish"),
+    "llama_vocab_is_eog": (2, f"{SCHEDULER}:Scheduler._accept"),
+    "llama_vocab_n_tokens": (1, f"{SCHEDULER}:Scheduler._sampler"),
+    "llama_token_to_piece": (6, f"{SCHEDULER}:Scheduler._accept"),
     "llama_model_is_recurrent": (
         1,
         "llamabot/models/local/runtime.py:_load (prefix caches off for recurrent models)",
@@ -582,4 +584,21 @@ def test_mdl_dep_020_low_level_state_and_memory_functions(llama_cpp, name):
         buffer = (ctypes.c_uint8 * 4)()
         assert argtypes[1].from_param(buffer) is not None, broken(
             "llama-cpp-python", f"llama_cpp.{name} accepting a (ctypes.c_uint8 * n) buffer", dependent
+        )
+
+
+@local
+def test_mdl_dep_020_context_params_and_batch_fields_the_scheduler_sets(llama_cpp):
+    dependent = f"{SCHEDULER}:Scheduler._main and _step"
+    context = {name for name, _ in llama_cpp.llama_context_params._fields_}
+    wanted = {"n_ctx", "n_batch", "n_ubatch", "n_seq_max", "n_threads", "n_threads_batch", "kv_unified", "no_perf",
+              "flash_attn_type"}
+    assert wanted <= context, broken("llama-cpp-python", f"llama_context_params fields {sorted(wanted - context)}",
+                                     dependent)
+    batch = {name for name, _ in llama_cpp.llama_batch._fields_}
+    wanted = {"n_tokens", "token", "pos", "n_seq_id", "seq_id", "logits"}
+    assert wanted <= batch, broken("llama-cpp-python", f"llama_batch fields {sorted(wanted - batch)}", dependent)
+    for constant in ("LLAMA_FLASH_ATTN_TYPE_DISABLED", "LLAMA_DEFAULT_SEED"):
+        assert isinstance(getattr(llama_cpp, constant, None), int), broken(
+            "llama-cpp-python", f"llama_cpp.{constant}", dependent
         )

@@ -216,34 +216,27 @@ def test_mdl_local_310_threads_default_to_the_usable_physical_cores():
     assert SETTINGS["LLAMABOT_LOCAL_THREADS"].default is usable_cores and usable_cores() >= 1
 
 
-def test_mdl_local_220_every_generation_runs_on_the_one_llama_thread():
-    """MDL-LOCAL-220: generations driven from the caller's thread, another thread, an event loop and a LiteLLM-style
-    stream all run on one thread (llama.cpp's OpenMP team stays with it: a generation from a new thread ran about
-    30% slower); pieces still reach the caller, and an error in the caller's ``on_piece`` stops the generation and
-    lets the model go before ``drive`` returns."""
-    from llamabot.models.local.engine import on_llama_thread
+def test_mdl_batch_100_adrive_cancellation_reaches_the_requests_its_generation_submitted():
+    """What a generation registers with the running cancellation (the engine registers each request's
+    ``cancel``) is called when the async caller is cancelled, while the waiting thread still blocks."""
+    from llamabot.models.local.engine import _CANCEL
 
-    ran_on: list[str] = []
+    cancelled = threading.Event()
+    started = threading.Event()
 
-    def recorded(pieces: list[str]):
-        ran_on.append(threading.current_thread().name)
-        return (yield from scripted_run(pieces))
+    def blocking():
+        _CANCEL.get().add(cancelled.set)  # type: ignore[union-attr]
+        started.set()
+        cancelled.wait(10)  # a request waiting for its scheduler: no pieces until then
+        yield "late"
+        return Generation("late", [], 1, 1, "stop")
 
-    seen: list[str] = []
-    assert drive(recorded(["a", "b"]), seen.append).content == "ab" and seen == ["a", "b"]
-    other = threading.Thread(target=lambda: drive(recorded(["c"])))
-    other.start()
-    other.join()
-    assert asyncio.run(adrive(lambda: recorded(["d"]), lambda p: None)).content == "d"
-    streamed = on_llama_thread(recorded(["e", "f"]))
-    assert [next(streamed), next(streamed)] == ["e", "f"]
-    streamed.close()
-    assert len(set(ran_on)) == 1 and ran_on[0].startswith("llamabot-llama") and len(ran_on) == 4
-    lock = threading.Lock()
+    async def scenario():
+        task = asyncio.create_task(adrive(blocking, lambda p: None))
+        await asyncio.to_thread(started.wait, 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
 
-    def fail(piece: str) -> None:
-        raise RuntimeError("consumer failed")
-
-    with pytest.raises(RuntimeError, match="consumer failed"):
-        drive(scripted_run(["a", "b", "c"], lock=lock), fail)
-    assert not lock.locked()
+    asyncio.run(scenario())
+    assert cancelled.is_set()

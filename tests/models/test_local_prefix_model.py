@@ -40,27 +40,22 @@ def caches(loaded, tmp_path, monkeypatch):
     disk = DiskPrefixCache(tmp_path / "prefixes", max_bytes=1 << 30)
     monkeypatch.setattr(loaded, "disk", disk)
     monkeypatch.setattr(loaded, "memory", MemoryPrefixCache(1 << 30))
-    loaded.llm.n_tokens = 0
+    loaded.scheduler.forget()
     return disk
 
 
 def ask(loaded, system: str, question: str) -> tuple[str, str]:
     """One short greedy generation; returns (where its prefix came from, the text)."""
-    engine = LocalEngine(loaded)
     messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
-    prompt, _ = engine._prompt(messages, None)
-    tokens = engine._tokens(prompt)
-    with loaded.lock:
-        source = engine.reuse_prefix(tokens, engine.fixed_prefix(messages, None, tokens))
-    generation = drive(engine.run(messages, {"max_tokens": 12}))
-    return source, generation.content
+    generation = drive(LocalEngine(loaded).run(messages, {"max_tokens": 12}))
+    return generation.prefix, generation.content
 
 
 def test_mdl_prefix_060_a_saved_prefix_is_restored_in_a_fresh_context_with_the_same_answer(loaded, caches):
     first, text = ask(loaded, SYSTEM, "What is the capital of France?")
     assert first == "evaluated" and len(caches.entries()) == 1
     loaded.memory = None  # as in a new process: only the disk cache knows the prefix
-    loaded.llm.n_tokens = 0
+    loaded.scheduler.forget()
     again, same = ask(loaded, SYSTEM, "What is the capital of France?")
     assert again == "disk" and same == text
 
@@ -70,11 +65,11 @@ def test_mdl_prefix_060_a_corrupt_saved_prefix_is_rebuilt_not_trusted(loaded, ca
     [(path, _, _)] = caches.entries()
     path.write_bytes(path.read_bytes()[:-100])
     loaded.memory = None
-    loaded.llm.n_tokens = 0
+    loaded.scheduler.forget()
     source, same = ask(loaded, SYSTEM, "Name a colour.")
     assert source == "evaluated" and same == text
     assert [entry[0] for entry in caches.entries()] == [path]
-    loaded.llm.n_tokens = 0
+    loaded.scheduler.forget()
     assert ask(loaded, SYSTEM, "Name a colour.") == ("disk", text)  # the rebuilt file is whole again
 
 
@@ -88,7 +83,7 @@ def test_mdl_prefix_060_a_well_formed_state_that_llama_cpp_refuses_is_re_evaluat
         engine._key(prefix), PrefixState(prefix, b"\x00" * 4096)
     )  # right key and checksum, unusable data
     loaded.memory = None
-    loaded.llm.n_tokens = 0
+    loaded.scheduler.forget()
     assert ask(loaded, SYSTEM, "Name an animal.") == ("evaluated", text)
 
 

@@ -1,24 +1,22 @@
 """One chat request on the embedded model, written once as a generator and driven sync or async.
 
-``LocalEngine.run(messages, params, stream)`` renders the prompt with the GGUF's chat template, makes sure the
-model state already holds the longest known prefix of the prompt (see below), then generates with
-``llm.create_completion``. It yields each text piece as llama.cpp produces it (when ``stream``) and returns the
-:class:`Generation`. ``drive`` runs it in the calling thread; ``adrive`` runs it in a worker thread and hands the
-pieces to the event loop, so the loop never blocks and tokens arrive as they are made.
+``LocalEngine.run(messages, params, stream)`` renders the prompt with the GGUF's chat template and submits it to
+the model's :class:`~llamabot.models.local.scheduler.Scheduler`, which decodes it in one batch with every other
+live request (continuous batching). The generator yields each text piece as it is made (when ``stream``) and
+returns the :class:`Generation`. ``drive`` runs it in the calling thread; ``adrive`` runs it in a waiting thread
+and hands the pieces to the event loop, so the loop never blocks and tokens arrive as they are made. Neither
+calls llama.cpp: only the scheduler's thread does.
 
-Prefix reuse, before each generation (all under the model's lock):
-
-1. llama.cpp already reuses what its context shares with the new prompt;
-2. else the in-process :class:`MemoryPrefixCache` restores the longest cached prefix of the prompt when it is
-   longer than what the context shares (alternating prompt families keep their own prefixes);
-3. if the context still lacks the *fixed part* of the prompt (the tokens it shares with the template rendered
-   from its leading system messages and tools alone), it is restored from the persistent
-   :class:`DiskPrefixCache`, or evaluated and saved there (and in memory) for the next process;
-4. with the memory cache on, the prompt minus its last token is evaluated and kept in memory, so the next prompt
-   of the same family (ToT's next generation, an agent's next decision) starts from it.
+Prefix reuse, when a request joins the batch (see the scheduler): the longest prefix any sequence holds (its own
+retained tokens, or another live sequence's, shared with ``llama_memory_seq_cp``), else the longest in the
+in-process :class:`MemoryPrefixCache`; if the request still lacks the *fixed part* of its prompt (the tokens it
+shares with the template rendered from its leading system messages and tools alone), it comes from the persistent
+:class:`DiskPrefixCache`, or is evaluated and saved there (and in memory) for the next process. With the memory
+cache on, the state after all but the prompt's last token is kept in memory too, so the next prompt of the same
+family (ToT's next generation, an agent's next decision) starts from it.
 
 States are taken and restored with llama.cpp's sequence-state API (``llama_state_seq_get_data`` /
-``llama_state_seq_set_data``): the KV cells of sequence 0 only. ``Llama.save_state`` also copies the
+``llama_state_seq_set_data``): the KV cells of one sequence only. ``Llama.save_state`` also copies the
 ``n_batch x n_vocab`` logits buffer (219 MB for Qwen2.5 at n_batch 512) and took 1.4 s to save and 2.9 s to load
 where the sequence state took 7 ms each for the same 361-token prefix, so neither it nor ``LlamaRAMCache`` /
 ``LlamaDiskCache`` (built on it) serve here.
@@ -28,12 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import ctypes
 import json
-import queue
 import threading
 from collections.abc import Callable, Generator, Sequence
-from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
@@ -50,6 +45,7 @@ from llamabot.models.local.grammar import (
 )
 from llamabot.models.local.prefix_cache import PrefixKey, PrefixState, common_prefix_length
 from llamabot.models.local.runtime import LoadedModel
+from llamabot.models.local.scheduler import LocalGenerationError, PrefixPlan, Sampling
 from llamabot.models.tool_call_text import extract_tool_calls
 from llamabot.observe.hooks import ToolCallDelta
 
@@ -58,10 +54,6 @@ DEFAULT_MAX_TOKENS = 1024
 
 #: A generation: yields text pieces, returns what it produced.
 GenerationRun = Generator["str | ToolCallDelta", None, "Generation"]
-
-
-class LocalGenerationError(RuntimeError):
-    """The embedded model's output cannot be used (e.g. a tool call cut short by ``max_tokens``)."""
 
 
 @dataclass
@@ -73,13 +65,15 @@ class Generation:
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str
+    prefix: str = "none"  # where the prompt's prefix came from (see Completion.prefix)
 
 
 @lru_cache(maxsize=64)
-def _grammar(schema_json: str) -> Any:
-    from llama_cpp import LlamaGrammar
+def _grammar(schema_json: str) -> str:
+    """The GBNF grammar for a JSON schema."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-    return LlamaGrammar.from_json_schema(schema_json, verbose=False)
+    return json_schema_to_gbnf(schema_json)
 
 
 def sampling_params(params: dict[str, Any]) -> dict[str, Any]:
@@ -97,33 +91,6 @@ def sampling_params(params: dict[str, Any]) -> dict[str, Any]:
         if params.get(key) is not None:
             sampling[key] = params[key]
     return sampling
-
-
-def snapshot(llm: Any, tokens: Sequence[int]) -> PrefixState:
-    """The state of sequence 0, which must hold exactly ``tokens``."""
-    import llama_cpp
-
-    size = llama_cpp.llama_state_seq_get_size(llm.ctx, 0)
-    buffer = (ctypes.c_uint8 * size)()
-    written = llama_cpp.llama_state_seq_get_data(llm.ctx, buffer, size, 0)
-    return PrefixState(tuple(tokens), bytes(memoryview(buffer)[:written]))
-
-
-def restore(llm: Any, state: PrefixState) -> int:
-    """Put ``state`` into the context, replacing what it held; how many tokens the context now holds (0 when
-    llama.cpp refuses the state: the context is then empty)."""
-    import llama_cpp
-
-    llm.n_tokens = 0
-    llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), -1, -1, -1)
-    source = (ctypes.c_uint8 * len(state.data)).from_buffer_copy(state.data)
-    if llama_cpp.llama_state_seq_set_data(llm.ctx, source, len(state.data), 0) != len(state.data):
-        llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), -1, -1, -1)
-        return 0
-    n = len(state.tokens)
-    llm.input_ids[:n] = state.tokens
-    llm.n_tokens = n
-    return n
 
 
 class LocalEngine:
@@ -171,80 +138,57 @@ class LocalEngine:
             tuple(tokens),
         )
 
-    def reuse_prefix(self, tokens: Sequence[int], fixed: int) -> str:
-        """Bring the context to the longest known prefix of ``tokens``; says where that prefix came from:
-        ``context`` (llama.cpp's own reuse), ``memory``, ``disk``, ``evaluated`` (the fixed part, now saved) or
-        ``none``. With the memory cache on, the prompt (all but its last token) is then evaluated and kept in
-        memory too, so the next prompt of the same family reuses it whatever ran in between."""
-        llm, memory, disk = self.model.llm, self.model.memory, self.model.disk
-        shared = common_prefix_length(llm.input_ids[: llm.n_tokens].tolist(), tokens)
-        source = "context" if shared else "none"
-        if memory is not None:
-            cached = memory.longest(tokens)
-            if cached is not None and len(cached.tokens) > shared:
-                shared = restore(llm, cached)
-                source = "memory" if shared else "none"
-        if 0 < fixed and shared < fixed:
-            prefix = tuple(tokens[:fixed])
-            state = disk.get(self._key(prefix)) if disk is not None else None
-            if state is not None and restore(llm, state):
-                source = "disk"
-            else:
-                shared = 0 if state is not None else shared  # a refused state left the context empty
-                state = self._extend(shared, prefix)
-                source = "evaluated"
-                self._save(prefix, state)
-            shared = fixed
-            if memory is not None:
-                memory.put(state)
-        if memory is not None and shared < len(tokens) - 1:
-            memory.put(self._extend(shared, tuple(tokens[:-1])))
-        return source
+    def plan(self, fixed: int) -> PrefixPlan:
+        """Where a request's prompt states come from and go (the model's caches; see the module docstring)."""
+        memory, disk = self.model.memory, self.model.disk
+        return PrefixPlan(
+            fixed=fixed,
+            longest=memory.longest if memory is not None else None,
+            load_fixed=(lambda prefix: disk.get(self._key(prefix))) if disk is not None else None,
+            save_fixed=self._save if disk is not None else None,
+            save_prompt=memory.put if memory is not None else None,
+        )
 
-    def _extend(self, shared: int, tokens: tuple[int, ...]) -> PrefixState:
-        """Evaluate ``tokens`` after the ``shared`` ones already in the context; the state after them."""
-        llm = self.model.llm
-        llm.n_tokens = shared
-        llm.eval(tokens[shared:])
-        return snapshot(llm, tokens)
-
-    def _save(self, prefix: tuple[int, ...], state: PrefixState) -> None:
-        if self.model.disk is None:
-            return
+    def _save(self, state: PrefixState) -> None:
         try:
-            self.model.disk.put(self._key(prefix), state)
+            self.model.disk.put(self._key(state.tokens), state)  # type: ignore[union-attr]
         except OSError:
             pass  # a read-only or full cache directory costs the next process time, never this answer
 
     # --- generation -----------------------------------------------------------------------------------------
 
     def _complete(
-        self, tokens: list[int], stop: list[str], sampling: dict[str, Any], grammar: Any, stream: bool
+        self,
+        tokens: list[int],
+        fixed: int,
+        stop: list[str],
+        sampling: dict[str, Any],
+        grammar: str | None,
+        stream: bool,
     ) -> GenerationRun:
         """Generate from ``tokens``; yields pieces when ``stream``. Returns text, token counts, finish reason."""
-        llm = self.model.llm
-        kwargs = {**sampling, "stop": stop + sampling["stop"], "grammar": grammar}
-        if not stream:
-            out = llm.create_completion(tokens, **kwargs)
-            choice, usage = out["choices"][0], out["usage"]
-            return Generation(
-                choice["text"],
-                [],
-                usage["prompt_tokens"],
-                usage["completion_tokens"],
-                choice["finish_reason"] or "stop",
-            )
-        pieces: list[str] = []
-        finish = "stop"
-        for chunk in llm.create_completion(tokens, stream=True, **kwargs):
-            choice = chunk["choices"][0]
-            if choice["text"]:
-                pieces.append(choice["text"])
-                yield choice["text"]
-            finish = choice["finish_reason"] or finish
-        text = "".join(pieces)
-        completion = len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)) if text else 0
-        return Generation(text, [], len(tokens), completion, finish)
+        request = self.model.scheduler.submit(
+            tokens,
+            Sampling(
+                temperature=sampling["temperature"],
+                top_k=int(sampling.get("top_k", 40)),
+                top_p=float(sampling.get("top_p", 0.95)),
+                repeat_penalty=float(sampling.get("repeat_penalty", 1.0)),
+                seed=sampling.get("seed"),
+                grammar=grammar,
+            ),
+            stop + sampling["stop"],
+            sampling["max_tokens"],
+            stream,
+            self.plan(fixed),
+        )
+        cancel = _CANCEL.get()
+        if cancel is not None:
+            cancel.add(request.cancel)
+        done = yield from request.results()
+        return Generation(
+            done.text, [], done.prompt_tokens, done.completion_tokens, done.finish_reason, done.prefix
+        )
 
     def run(
         self, messages: list[dict[str, Any]], params: dict[str, Any], stream: bool = False
@@ -256,35 +200,37 @@ class LocalEngine:
             tools = None
         sampling = sampling_params(params)
         schema = response_schema(params.get("response_format"))
-        with self.model.lock:
-            prompt, stop = self._prompt(messages, tools)
-            tokens = self._tokens(prompt)
-            self.reuse_prefix(tokens, self.fixed_prefix(messages, tools, tokens))
-            if forces_tool_call(tools, tool_choice):
-                return (
-                    yield from self._forced_call(
-                        prompt, stop, sampling, selected_tools(tools, tool_choice), stream
-                    )
+        prompt, stop = self._prompt(messages, tools)
+        if forces_tool_call(tools, tool_choice):
+            return (
+                yield from self._forced_call(
+                    messages, prompt, stop, sampling, selected_tools(tools, tool_choice), stream
                 )
-            grammar = _grammar(json.dumps(schema)) if schema is not None else None
-            free = yield from self._complete(tokens, stop, sampling, grammar, stream)
-            text = free.content or ""
-            if tools and schema is None:
-                names = [t.get("function", t).get("name") for t in tools]
-                calls = extract_tool_calls(text, names)
-                if calls:
-                    return Generation(None, calls, free.prompt_tokens, free.completion_tokens, "tool_calls")
-                if text.lstrip().startswith(("<tool_call>", "{")):
-                    # It began a call it could not write validly: redo it under the grammar.
-                    forced = yield from self._forced_call(prompt, stop, sampling, tools, stream)
-                    forced.prompt_tokens += free.prompt_tokens
-                    forced.completion_tokens += free.completion_tokens
-                    return forced
-            free.finish_reason = "length" if free.finish_reason == "length" else "stop"
-            return free
+            )
+        tokens = self._tokens(prompt)
+        fixed = self.fixed_prefix(messages, tools, tokens)
+        grammar = _grammar(json.dumps(schema)) if schema is not None else None
+        free = yield from self._complete(tokens, fixed, stop, sampling, grammar, stream)
+        text = free.content or ""
+        if tools and schema is None:
+            names = [t.get("function", t).get("name") for t in tools]
+            calls = extract_tool_calls(text, names)
+            if calls:
+                return Generation(
+                    None, calls, free.prompt_tokens, free.completion_tokens, "tool_calls", free.prefix
+                )
+            if text.lstrip().startswith(("<tool_call>", "{")):
+                # It began a call it could not write validly: redo it under the grammar.
+                forced = yield from self._forced_call(messages, prompt, stop, sampling, tools, stream)
+                forced.prompt_tokens += free.prompt_tokens
+                forced.completion_tokens += free.completion_tokens
+                return forced
+        free.finish_reason = "length" if free.finish_reason == "length" else "stop"
+        return free
 
     def _forced_call(
         self,
+        messages: list[dict[str, Any]],
         prompt: str,
         stop: list[str],
         sampling: dict[str, Any],
@@ -294,9 +240,9 @@ class LocalEngine:
         """The call written under the grammar; when ``stream``, its text as :class:`ToolCallDelta` pieces of one
         JSON document (``{"name": ..., "arguments": {...}}``), so a caller can follow the call as it is made."""
         grammar = _grammar(json.dumps(tool_call_schema(tools)))
-        out = yield from _call_pieces(
-            self._complete(self._tokens(prompt + TOOL_CALL_OPEN), stop, sampling, grammar, stream)
-        )
+        tokens = self._tokens(prompt + TOOL_CALL_OPEN)
+        fixed = self.fixed_prefix(messages, tools, tokens)
+        out = yield from _call_pieces(self._complete(tokens, fixed, stop, sampling, grammar, stream))
         try:
             name, arguments = parse_forced_call(out.content or "")
         except (ValueError, RecursionError, KeyError, TypeError) as exc:
@@ -305,7 +251,9 @@ class LocalEngine:
                 f"local model stopped before finishing a tool call ({out.finish_reason}); raise max_tokens. "
                 f"Output: {excerpt(out.content)}"
             ) from exc
-        return Generation(None, [(name, arguments)], out.prompt_tokens, out.completion_tokens, "tool_calls")
+        return Generation(
+            None, [(name, arguments)], out.prompt_tokens, out.completion_tokens, "tool_calls", out.prefix
+        )
 
 
 def _call_pieces(run: GenerationRun) -> GenerationRun:
@@ -322,27 +270,62 @@ def _call_pieces(run: GenerationRun) -> GenerationRun:
 # --- drivers ----------------------------------------------------------------------------------------------------
 
 
-#: The one thread every generation runs on (see :func:`llama_thread`).
-_LLAMA: list[ThreadPoolExecutor] = []
-_LLAMA_LOCK = threading.Lock()
-_LLAMA_NAME = "llamabot-llama"
+class Cancel:
+    """A cancellation that reaches the requests a generation submitted (see :func:`adrive`)."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self._callbacks: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+
+    def add(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if not self.event.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
 
 
-def llama_thread() -> ThreadPoolExecutor:
-    """The thread every embedded-model generation of this process runs on, whoever asks (a caller's thread, an
-    event loop, a pool). llama.cpp's OpenMP team belongs to the thread that calls it and spins for a while after
-    each token; a generation from another thread got a second team that competed with the first's spinning (one
-    request ran at 13-15 instead of 20 tok/s on two cores when its thread changed). One model serves one request at
-    a time anyway (its lock), so one thread costs no throughput."""
-    with _LLAMA_LOCK:
-        if not _LLAMA:
-            _LLAMA.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix=_LLAMA_NAME))
-        return _LLAMA[0]
+#: The cancellation of the generation running in this context (set by :func:`adrive`'s waiting thread).
+_CANCEL: contextvars.ContextVar[Cancel | None] = contextvars.ContextVar("llamabot_local_cancel", default=None)
+
+#: The threads async callers' generations wait in (they only wait: the scheduler's thread does the work).
+_WAITERS: list[ThreadPoolExecutor] = []
+_WAITERS_LOCK = threading.Lock()
+
+
+def waiters() -> ThreadPoolExecutor:
+    """The pool ``adrive`` waits in: wide enough for every request the scheduler may queue."""
+    with _WAITERS_LOCK:
+        if not _WAITERS:
+            _WAITERS.append(ThreadPoolExecutor(max_workers=512, thread_name_prefix="llamabot-wait"))
+        return _WAITERS[0]
+
+
+def drive(run: GenerationRun, on_piece: Callable[[str], None] | None = None) -> Generation:
+    """Run a generation in this thread, handing each piece to ``on_piece``; an error in ``on_piece`` closes
+    the generation (which cancels its request) and propagates."""
+    try:
+        while True:
+            piece = next(run)
+            if on_piece is not None:
+                on_piece(piece)
+    except StopIteration as done:
+        return done.value
+    finally:
+        run.close()
 
 
 def _pump(run: GenerationRun, post: Callable[[str, Any], None], stop: threading.Event) -> None:
-    """Iterate ``run`` (on the llama thread), posting ``("piece", text)``, then ``("done", generation)`` or
-    ``("error", exception)``; stops at the next piece once ``stop`` is set. Never raises."""
+    """Iterate ``run``, posting ``("piece", text)``, then ``("done", generation)`` or ``("error", exception)``;
+    stops at the next piece once ``stop`` is set. Never raises."""
     try:
         while not stop.is_set():
             try:
@@ -357,54 +340,17 @@ def _pump(run: GenerationRun, post: Callable[[str, Any], None], stop: threading.
         run.close()
 
 
-def on_llama_thread(run: GenerationRun) -> GenerationRun:
-    """``run`` carried out on :func:`llama_thread`: its pieces yielded here as they come, its result returned, its
-    error raised here. Closing this generator (or an error in the consumer) stops ``run`` at its next piece and
-    waits for it to let the model go."""
-    if threading.current_thread().name.startswith(_LLAMA_NAME):
-        return (yield from run)
-    pieces: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-    stop = threading.Event()
-    pumped = llama_thread().submit(contextvars.copy_context().run, _pump, run, lambda *item: pieces.put(item), stop)
-    try:
-        while True:
-            kind, value = pieces.get()
-            if kind == "piece":
-                yield value
-            elif kind == "done":
-                return value
-            else:
-                raise value
-    finally:
-        stop.set()
-        futures.wait((pumped,))
-
-
-def drive(run: GenerationRun, on_piece: Callable[[str], None] | None = None) -> Generation:
-    """Run a generation on the llama thread, handing each piece to ``on_piece`` in this thread."""
-    pumped = on_llama_thread(run)
-    try:
-        while True:
-            piece = next(pumped)
-            if on_piece is not None:
-                on_piece(piece)
-    except StopIteration as done:
-        return done.value
-    finally:
-        pumped.close()
-
-
 async def adrive(
     make_run: Callable[[], GenerationRun], on_piece: Callable[[str], None] | None = None
 ) -> Generation:
-    """Run a generation on the llama thread; each piece is handed to ``on_piece`` on the event loop as it comes.
+    """Run a generation in a waiting thread; each piece is handed to ``on_piece`` on the event loop as it comes.
 
-    If the caller is cancelled, the generation stops at the next piece (llama.cpp cannot be interrupted mid-token)
-    and releases the model's lock; the caller does not wait for it.
+    If the caller is cancelled, the generation stops at the next piece and its request is cancelled (its
+    sequence freed before the scheduler's next step); the caller does not wait for it.
     """
     loop = asyncio.get_running_loop()
     pieces: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-    cancelled = threading.Event()
+    cancel = Cancel()
 
     def post(kind: str, value: Any) -> None:
         if kind == "piece" and on_piece is None:
@@ -412,17 +358,18 @@ async def adrive(
         try:
             loop.call_soon_threadsafe(pieces.put_nowait, (kind, value))
         except RuntimeError:  # the loop is gone: nobody is waiting any more
-            cancelled.set()
+            cancel.cancel()
 
     def work() -> None:
+        _CANCEL.set(cancel)
         try:
             run = make_run()
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
             post("error", exc)
             return
-        _pump(run, post, cancelled)
+        _pump(run, post, cancel.event)
 
-    worker = loop.run_in_executor(llama_thread(), contextvars.copy_context().run, work)
+    worker = loop.run_in_executor(waiters(), contextvars.copy_context().run, work)
     try:
         while True:
             kind, value = await pieces.get()
@@ -433,5 +380,5 @@ async def adrive(
             else:
                 raise value
     finally:
-        cancelled.set()
+        cancel.cancel()
         del worker  # finishes on its own; work() never raises

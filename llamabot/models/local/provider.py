@@ -30,7 +30,6 @@ from llamabot.models.local.engine import (
     LocalEngine,
     LocalGenerationError,
     drive,
-    on_llama_thread,
 )
 from llamabot.models.local.model import local_alias
 from llamabot.models.local.runtime import LoadedModel, loaded_model
@@ -131,7 +130,7 @@ class LocalProvider(CustomLLM):
     def streaming(
         self, model: str, messages: list, *args: Any, optional_params: dict | None = None, **kwargs: Any
     ) -> Iterator[dict[str, Any]]:
-        yield from _chunks(on_llama_thread(self._run(model, messages, optional_params, True)))
+        yield from _chunks(self._run(model, messages, optional_params, True))
 
     async def astreaming(
         self, model: str, messages: list, *args: Any, optional_params: dict | None = None, **kwargs: Any

@@ -5,8 +5,11 @@
   ``LLAMABOT_PREFIX_MEMORY_BYTES``, a budget of 0 turning that cache off). The defaults were chosen by
   measurement (docs/design/models/LLD.md, "Settings"); a value that is not a whole number within its bounds (ASCII
   digits only) raises :class:`LocalSettingsError` naming the variable.
-- ``loaded_model(name)`` loads a model once per resolved file and shares it; llama.cpp is not thread-safe, so
-  each :class:`LoadedModel` carries the lock that serialises calls to it. Every model is closed at exit.
+- ``loaded_model(name)`` loads a model once per resolved file and shares it. llama.cpp is not thread-safe: each
+  :class:`LoadedModel` has one :class:`~llamabot.models.local.scheduler.Scheduler` whose thread alone decodes,
+  batching concurrent requests (``LLAMABOT_LOCAL_SEQUENCES`` at once, ``LLAMABOT_LOCAL_QUEUE`` waiting,
+  ``LLAMABOT_LOCAL_PREFILL_CHUNK`` prompt tokens per step while others decode). The ``Llama`` object itself
+  keeps a minimal context: it serves the tokenizer, the metadata and the weights. Every model is closed at exit.
 
 Imports llama.cpp (inside ``_load``) but never LiteLLM.
 """
@@ -21,6 +24,7 @@ from typing import Any
 
 from llamabot.errors import ModelFileError, SettingsError
 from llamabot.models.local.prefix_cache import DiskPrefixCache, MemoryPrefixCache
+from llamabot.models.local.scheduler import Scheduler
 from llamabot.models.registry import LOCAL_MODELS, cache_dir, ensure_model_file
 from llamabot.settings import SETTINGS, setting
 
@@ -39,6 +43,9 @@ class LocalSettings:
     prefix_dir: Path = field(default_factory=lambda: cache_dir() / "prefixes")
     disk_bytes: int = SETTINGS["LLAMABOT_PREFIX_CACHE_BYTES"].default
     memory_bytes: int = SETTINGS["LLAMABOT_PREFIX_MEMORY_BYTES"].default
+    sequences: int = SETTINGS["LLAMABOT_LOCAL_SEQUENCES"].default
+    queue: int = SETTINGS["LLAMABOT_LOCAL_QUEUE"].default
+    prefill_chunk: int = SETTINGS["LLAMABOT_LOCAL_PREFILL_CHUNK"].default
 
     @classmethod
     def from_env(cls) -> LocalSettings:
@@ -51,6 +58,9 @@ class LocalSettings:
                 prefix_dir=setting("LLAMABOT_PREFIX_CACHE_DIR") or cache_dir() / "prefixes",
                 disk_bytes=setting("LLAMABOT_PREFIX_CACHE_BYTES"),
                 memory_bytes=setting("LLAMABOT_PREFIX_MEMORY_BYTES"),
+                sequences=setting("LLAMABOT_LOCAL_SEQUENCES"),
+                queue=setting("LLAMABOT_LOCAL_QUEUE"),
+                prefill_chunk=setting("LLAMABOT_LOCAL_PREFILL_CHUNK"),
             )
         except SettingsError as exc:
             raise LocalSettingsError(str(exc)) from None
@@ -58,7 +68,7 @@ class LocalSettings:
     @property
     def context(self) -> str:
         """The settings a saved model state depends on (part of every prefix-cache key)."""
-        return f"n_ctx={self.n_ctx},n_batch={self.n_batch},kv=f16"
+        return f"n_ctx={self.n_ctx},n_batch={self.n_batch},kv=f16,unified"
 
 
 def model_identity(name: str, path: Path) -> str:
@@ -73,22 +83,22 @@ def model_identity(name: str, path: Path) -> str:
 
 @dataclass
 class LoadedModel:
-    """A llama.cpp model, its chat formatter, the lock that serialises calls to it, and its prefix caches."""
+    """A llama.cpp model, its chat formatter, the scheduler that alone decodes with it, and its prefix caches."""
 
     path: str
     llm: Any
     formatter: Any
-    lock: threading.Lock
+    scheduler: Scheduler
     identity: str = ""
     settings: LocalSettings = field(default_factory=LocalSettings)
     memory: MemoryPrefixCache | None = None
     disk: DiskPrefixCache | None = None
 
     def close(self) -> None:
-        with self.lock:
-            close = getattr(self.llm, "close", None)
-            if close is not None:
-                close()
+        self.scheduler.close()
+        close = getattr(self.llm, "close", None)
+        if close is not None:
+            close()
 
 
 _loaded: dict[str, LoadedModel] = {}
@@ -123,14 +133,8 @@ def _load(name: str, path: Path, settings: LocalSettings) -> LoadedModel:
         raise ModelFileError(
             'the embedded model needs llama-cpp-python: pip install "llamabot[local]"'
         ) from exc
-    llm = Llama(
-        model_path=str(path),
-        n_ctx=settings.n_ctx,
-        n_threads=settings.n_threads,
-        n_threads_batch=settings.n_threads,
-        n_batch=settings.n_batch,
-        verbose=False,
-    )
+    # The scheduler's context does the work; this one only has to exist (64 tokens keep its buffers small).
+    llm = Llama(model_path=str(path), n_ctx=64, n_batch=64, n_threads=1, verbose=False)
     template = llm.metadata.get("tokenizer.chat_template")
     if not template:
         raise ModelFileError(f"{path} has no chat template; the embedded provider needs an instruct model")
@@ -149,9 +153,16 @@ def _load(name: str, path: Path, settings: LocalSettings) -> LoadedModel:
         if prefixable and settings.disk_bytes > 0
         else None
     )
-    return LoadedModel(
-        str(path), llm, formatter, threading.Lock(), model_identity(name, path), settings, memory, disk
+    scheduler = Scheduler(
+        llm,
+        n_ctx=settings.n_ctx,
+        n_batch=settings.n_batch,
+        n_threads=settings.n_threads,
+        sequences=settings.sequences,
+        queue_size=settings.queue,
+        prefill_chunk=settings.prefill_chunk,
     )
+    return LoadedModel(str(path), llm, formatter, scheduler, model_identity(name, path), settings, memory, disk)
 
 
 @atexit.register
