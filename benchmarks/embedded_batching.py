@@ -1,18 +1,22 @@
-"""The embedded model's use of the machine: threads, and what batching could gain (issue #38), side by side in one run.
+"""The embedded model's use of the machine: threads, and what batching gains (issue #38), side by side in one run.
 
 - **Engine table** (raw llama-cpp-python, the same GGUF loaded once per thread count, ``Llama.eval`` on token
   ids, no sampling): prompt tokens/s (a ~512-token prompt in ``n_batch`` chunks), and decoding tokens/s with 1, 4
-  and 8 positions per step (what one step costs when it carries k sequences' tokens: the gain batched decoding
-  could bring), for 1 thread and for every usable core. ``gen_thread_ratio``: one position per step with every
-  core over 1 thread.
+  and 8 positions per step of one sequence, logits for the last only, for 1 thread and for every usable core.
+  ``gen_thread_ratio``: one position per step with every core over 1 thread.
+- **Batched decoding floor** (llama.cpp's C API, the scheduler's context settings, every core): one step carries
+  one token for each of k = 1, 2, 4, 8 sequences, each with its logits (what continuous batching must compute);
+  ``floor_<k>_gain`` = tokens/s at k over k = 1. This is the engine's own ceiling for ``concurrent_<k>_ratio``:
+  logits rows cost (151,936 x 1,536 per token for Qwen2.5-1.5B), which the positions-per-step table omits.
 - ``lone_ratio``: one request through the model seam (``call_model`` on ``local/...``, greedy, ``max_tokens``
   tokens) in a process with ``LLAMABOT_LOCAL_THREADS`` left at its default, over the same request in a process
   with ``LLAMABOT_LOCAL_THREADS=1`` (the default before issue #38 on two cores); the two run alternately, ``reps``
   pairs, median of the pairs' ratios of tokens per second.
-- ``concurrent_<n>_ratio``: ``n`` agent-style requests sent at once from ``n`` threads through the seam: aggregate
-  tokens per second over the same requests sent one by one, same process and thread count. The embedded engine
-  serves one request at a time per loaded model (llama.cpp's context is not thread-safe), so this is about 1 until
-  a batching engine lands.
+- ``concurrent_<n>_ratio``: ``n`` agent-style requests sent at once from ``n`` threads through the seam (the
+  scheduler decodes them in one batch, ``LLAMABOT_LOCAL_SEQUENCES`` at a time): aggregate tokens per second over
+  the same requests sent one by one, same process and thread count; ``reps`` pairs (the order alternates),
+  median of the pairs' ratios. ``same_<n>``: the share of the batched answers equal to the same request's answer
+  alone (greedy; llama.cpp's batched kernels round differently, so a few differ).
 
     python benchmarks/embedded_batching.py [--quick] [--model local/qwen2.5-coder-1.5b]
 
@@ -91,6 +95,46 @@ def engine_row(path: str, threads: int, steps: int) -> dict[str, float]:
         llm.close()
 
 
+def floor_gains(path: str, threads: int, steps: int) -> dict[int, float]:
+    """Tokens per second decoding one token for each of k sequences per step, each with logits, over k = 1."""
+    import llama_cpp
+    from llama_cpp import Llama
+
+    holder = Llama(model_path=path, n_ctx=64, n_batch=64, verbose=False)
+    params = llama_cpp.llama_context_default_params()
+    params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = 4096, 512, 512, 8
+    params.n_threads = params.n_threads_batch = threads
+    params.kv_unified, params.flash_attn_type = True, llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    ctx = llama_cpp.llama_init_from_model(holder.model, params)
+    batch = llama_cpp.llama_batch_init(512, 0, 1)
+    positions = [0] * 8
+
+    def decode(items: list[tuple[int, int]], logits_last_only: bool = False) -> None:
+        for i, (token, seq) in enumerate(items):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, positions[seq], 1
+            batch.seq_id[i][0] = seq
+            batch.logits[i] = i == len(items) - 1 if logits_last_only else True
+            positions[seq] += 1
+        batch.n_tokens = len(items)
+        if llama_cpp.llama_decode(ctx, batch) != 0:
+            raise RuntimeError("llama_decode failed")
+
+    try:
+        for seq in range(8):
+            decode([(100 + i, seq) for i in range(64)], logits_last_only=True)
+        rates = {}
+        for k in (1, 2, 4, 8):
+            started = time.perf_counter()
+            for _ in range(steps):
+                decode([(200, seq) for seq in range(k)])
+            rates[k] = steps * k / (time.perf_counter() - started)
+        return {k: rate / rates[1] for k, rate in rates.items()}
+    finally:
+        llama_cpp.llama_batch_free(batch)
+        llama_cpp.llama_free(ctx)
+        holder.close()
+
+
 def lone_pairs(model_name: str, tokens: int, reps: int) -> list[float]:
     """Ratios (default threads over 1 thread) of tokens per second of one request, in fresh processes, alternating."""
     def child(env_threads: str | None) -> float:
@@ -119,8 +163,9 @@ def lone_pairs(model_name: str, tokens: int, reps: int) -> list[float]:
     return ratios
 
 
-def concurrent_ratio(model_name: str, n: int, tokens: int) -> float:
-    """Aggregate tokens/s of ``n`` requests sent at once over the same ``n`` requests sent one by one."""
+def concurrent_ratio(model_name: str, n: int, tokens: int, reps: int) -> tuple[float, float]:
+    """Aggregate tokens/s of ``n`` requests sent at once over the same ``n`` requests sent one by one (median of
+    ``reps`` pairs, order alternating), and the share of batched answers equal to the answer alone."""
     from llamabot.models.reply import ModelRequest
     from llamabot.models.resolve import get_model
     from llamabot.models.seam import call_model
@@ -131,24 +176,37 @@ def concurrent_ratio(model_name: str, n: int, tokens: int) -> float:
                              params={"max_tokens": tokens, "temperature": 0.0}) for i in range(n)]
     for request in requests:  # warm: both sides then find the same state (prefix caches are off, see main)
         call_model(model, request)
-    produced: list[int] = []
 
-    def one(request) -> None:  # noqa: ANN001
-        produced.append(call_model(model, request).usage.completion_tokens)
+    def serial() -> tuple[float, list[str]]:
+        started = time.perf_counter()
+        replies = [call_model(model, request) for request in requests]
+        return sum(r.usage.completion_tokens for r in replies) / (time.perf_counter() - started), [
+            r.content or "" for r in replies]
 
-    started = time.perf_counter()
-    for request in requests:
-        one(request)
-    serial = sum(produced) / (time.perf_counter() - started)
-    produced.clear()
-    threads = [threading.Thread(target=one, args=(r,)) for r in requests]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    together = sum(produced) / (time.perf_counter() - started)
-    return together / serial
+    def together() -> tuple[float, list[str]]:
+        replies: list = [None] * n
+
+        def one(i: int) -> None:
+            replies[i] = call_model(model, requests[i])
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+        started = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return sum(r.usage.completion_tokens for r in replies) / (time.perf_counter() - started), [
+            r.content or "" for r in replies]
+
+    ratios, same = [], []
+    for rep in range(reps):
+        if rep % 2 == 0:
+            (one_rate, alone), (all_rate, batched) = serial(), together()
+        else:
+            (all_rate, batched), (one_rate, alone) = together(), serial()
+        ratios.append(all_rate / one_rate)
+        same.append(sum(a == b for a, b in zip(alone, batched, strict=True)) / n)
+    return statistics.median(ratios), statistics.mean(same)
 
 
 def main() -> None:
@@ -160,7 +218,7 @@ def main() -> None:
     # No prefix caches: a prompt processed by one side must not make the other side's cheaper.
     os.environ["LLAMABOT_PREFIX_MEMORY_BYTES"] = os.environ["LLAMABOT_PREFIX_CACHE_BYTES"] = "0"
     model_name = args.model or ("local/qwen2.5-coder-0.5b" if quick else "local/qwen2.5-coder-1.5b")
-    steps, tokens, reps, counts = (8, 16, 1, (2,)) if quick else (64, 96, 4, (1, 2, 4, 8))
+    steps, tokens, reps, counts = (8, 16, 1, (2,)) if quick else (64, 96, 4, (2, 4, 8))
     from llamabot.models.registry import LOCAL_MODELS, ensure_model_file
 
     path = str(ensure_model_file(LOCAL_MODELS[model_name.split("/", 1)[1]].alias))
@@ -173,17 +231,23 @@ def main() -> None:
         print(f"threads {threads}: prompt {r['prompt']:.1f} tok/s, 1/step {r['step1']:.1f}, "
               f"4/step {r['step4']:.1f} ({r['step4'] / r['step1']:.2f}x), "
               f"8/step {r['step8']:.1f} ({r['step8'] / r['step1']:.2f}x)", flush=True)
+    floor = floor_gains(path, cores, steps // 4 if quick else 16)
+    print("batched decoding floor (k sequences, logits each): "
+          + ", ".join(f"{k}: {g:.2f}x" for k, g in floor.items()), flush=True)
     lone = statistics.median(lone_pairs(model_name, tokens, reps))
-    concurrent = {n: concurrent_ratio(model_name, n, tokens // 2) for n in counts}
-    for n, ratio in concurrent.items():
-        print(f"{n} concurrent requests: {ratio:.2f}x the tokens/s of the same requests one by one", flush=True)
+    concurrent = {n: concurrent_ratio(model_name, n, tokens // 2, 1 if quick else 3) for n in counts}
+    for n, (ratio, same) in concurrent.items():
+        print(f"{n} concurrent requests: {ratio:.2f}x the tokens/s of the same requests one by one; "
+              f"{same:.0%} of the batched answers equal the answer alone", flush=True)
     top = rows[cores]
     print(
         f"RESULT cores={cores} prompt_tok_s_1={rows[1]['prompt']:.1f} prompt_tok_s_all={top['prompt']:.1f} "
         f"gen_tok_s_1={rows[1]['step1']:.1f} gen_tok_s_all={top['step1']:.1f} "
         f"gen_thread_ratio={top['step1'] / rows[1]['step1']:.3f} step4_gain={top['step4'] / top['step1']:.3f} "
-        f"step8_gain={top['step8'] / top['step1']:.3f} lone_ratio={lone:.3f} "
-        + " ".join(f"concurrent_{n}_ratio={r:.3f}" for n, r in concurrent.items())
+        f"step8_gain={top['step8'] / top['step1']:.3f} "
+        + " ".join(f"floor_{k}_gain={g:.3f}" for k, g in floor.items())
+        + f" lone_ratio={lone:.3f} "
+        + " ".join(f"concurrent_{n}_ratio={r:.3f} same_{n}={s:.3f}" for n, (r, s) in concurrent.items())
         + f" quick={int(quick)}"
     )
 

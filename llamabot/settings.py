@@ -103,7 +103,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("LLAMABOT_LOCAL_N_CTX", "int", 8192, "llama.cpp context size", 256, 1 << 20),
     Setting("LLAMABOT_LOCAL_THREADS", "int", usable_cores, "llama.cpp threads (the usable physical cores)", 1, 1024),
     Setting("LLAMABOT_LOCAL_BATCH", "int", 512, "llama.cpp batch size", 8, 1 << 20),
-    Setting("LLAMABOT_LOCAL_SEQUENCES", "int", 8, "requests the embedded model decodes together", 1, 256),
+    Setting("LLAMABOT_LOCAL_SEQUENCES", "int", 4, "requests the embedded model decodes together", 1, 256),
     Setting("LLAMABOT_LOCAL_QUEUE", "int", 256, "requests that may wait for the embedded model", 1, 1 << 20),
     Setting("LLAMABOT_LOCAL_PREFILL_CHUNK", "int", 128, "prompt tokens read per step while others decode",
             1, 1 << 20),

@@ -64,7 +64,8 @@ EXPECTED_KEYS: dict[str, set[str]] = {
     },
     "embedded_batching.py": {
         "cores", "prompt_tok_s_1", "prompt_tok_s_all", "gen_tok_s_1", "gen_tok_s_all", "gen_thread_ratio",
-        "step4_gain", "step8_gain", "lone_ratio", "concurrent_2_ratio", "quick",
+        "step4_gain", "step8_gain", "floor_2_gain", "floor_8_gain", "lone_ratio", "concurrent_2_ratio", "same_2",
+        "quick",
     },
 }
 

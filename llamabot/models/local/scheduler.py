@@ -168,6 +168,7 @@ class Scheduler:
         self.used = [0.0] * sequences  # when each free sequence was last used (LRU eviction)
         self.owner: list[_Live | None] = [None] * sequences
         self.decodes = 0  # llama_decode calls made (read by tests and benchmarks)
+        self.peak = 0  # the most requests one llama_decode call carried (read by tests: did callers batch?)
         self._waiting: deque[Request] = deque()
         self._cond = threading.Condition()
         self._closing = False
@@ -462,6 +463,7 @@ class Scheduler:
         batch.n_tokens = n
         code = llama_cpp.llama_decode(self.ctx, batch)
         self.decodes += 1
+        self.peak = max(self.peak, len(entries))
         if code != 0:
             error = LocalGenerationError(
                 f"llama_decode failed with code {code} (1: no room in the context; raise LLAMABOT_LOCAL_N_CTX "

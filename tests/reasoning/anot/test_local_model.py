@@ -31,3 +31,34 @@ def test_anot_e2e_010_one_request_five_candidates_on_the_embedded_model(local_mo
     assert all(stats.prompt_tokens > 0 for stats in result.stats.values())
     assert result.steps and execution_layers(result.steps)
     assert set(result.outputs) == {step.id for step in result.steps}
+
+
+@pytest.mark.local_model
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_anot_p3_120_a_layers_steps_are_decoded_in_one_batch_on_the_embedded_model(local_model_name, mode):
+    """Phase 3's concurrent steps reach the embedded model's scheduler together: its llama_decode calls carry
+    several of them at once; with ``concurrency=1`` (the control) never more than one."""
+    import asyncio
+
+    from llamabot.models.local.runtime import loaded_model
+    from llamabot.models.resolve import get_model
+    from llamabot.reasoning.anot.executor import StepCall, arun_layer, run_layer
+    from llamabot.reasoning.anot.lwt import LWTStep
+
+    model = get_model(local_model_name)
+    scheduler = loaded_model(local_model_name.split("/", 1)[1]).scheduler
+    calls = [StepCall(LWTStep(f"s{i}", question), question)
+             for i, question in enumerate(["Is a cafe with a drive-thru kid-friendly?", "Name a colour.",
+                                           "What is 3 plus 4?"])]
+    params = {"max_tokens": 8, "temperature": 0.0}
+    peaks = {}
+    for concurrency in (8, 1):
+        scheduler.peak = 0
+        if mode == "sync":
+            outputs = run_layer(calls, model, params, concurrency)
+        else:
+            outputs = asyncio.run(arun_layer(calls, model, params, concurrency))
+        assert set(outputs) == {"s0", "s1", "s2"} and all(outputs.values())
+        peaks[concurrency] = scheduler.peak
+    assert peaks[8] >= 2, peaks
+    assert peaks[1] == 1, peaks
