@@ -119,6 +119,23 @@ async def arun_exchange(
         return stop.value
 
 
+def answered(exchange: Exchange[T], reply: Any) -> Exchange[T]:
+    """``exchange`` with its first request answered by ``reply``, a reply made earlier (AoT's drafted plans: the
+    first requests of several exchanges sent at once); any later request goes to the driver as usual."""
+    try:
+        next(exchange)
+        request = exchange.send(reply)
+        while True:
+            request = exchange.send((yield request))
+    except StopIteration as stop:
+        return stop.value
+
+
+def reply_to(request: Any) -> Exchange[Any]:
+    """An exchange of one request whose result is its reply."""
+    return (yield request)
+
+
 def _needed(model: ChatModel | None) -> ChatModel:
     if model is None:
         raise TypeError("the exchange asked for a model call, but the driver was given no model")
@@ -137,6 +154,6 @@ def _effect(request: Any, method: str) -> Any:
 
 
 __all__ = [
-    "Effect", "Exchange", "StepRunner", "acarry_out", "arun_exchange", "carry_out", "run_exchange", "step_runner",
-    "using_steps",
+    "Effect", "Exchange", "StepRunner", "acarry_out", "answered", "arun_exchange", "carry_out", "reply_to",
+    "run_exchange", "step_runner", "using_steps",
 ]

@@ -13,6 +13,10 @@ def make_aot() -> AoTBot:
     return AoTBot(expressions=False, model=ScriptedModel([json_reply(EXAMPLE_PLAN)]))
 
 
+def make_aot_samples() -> AoTBot:
+    return AoTBot(expressions=False, model=ScriptedModel([json_reply(EXAMPLE_PLAN)] * 2), samples=2)
+
+
 def test_dur_run_010_same_answer_as_in_memory_with_every_call_a_step(db_url, files):
     """DUR-RUN-010, DUR-STEP-010 on SQLite and PostgreSQL."""
     expected = make_agent()("same?")
@@ -98,3 +102,14 @@ def test_dur_step_020_anot_phase_calls_and_phase3_steps_are_steps(tmp_path):
     # phase 1, phase 2's decision and its done() call, then the script's three steps (c1, c2, final)
     assert steps == ["model:scripted", "model:scripted", "tool:done"] + ["model:scripted"] * 3
     assert agent.run("kids and cozy", items=ITEMS, run_id="anot-1").ranking == expected.ranking  # replayed
+
+
+def test_dur_step_020_aot_drafted_first_plans_are_steps_one_at_a_time(tmp_path):
+    """DUR-STEP-020: with samples=2 the samples' first plans, drafted together in memory, are two model steps in
+    a durable run (recorded in order, so one at a time), then each sample's atoms."""
+    agent = Durable(make_aot_samples, db=f"sqlite:///{tmp_path / 'r.sqlite'}")
+    result = agent.run("What is (15 + 7) * 3 - 10?", run_id="aot-2")
+    assert result.answer == 56 and result.votes == 2
+    steps = [name for _, name in show_run("aot-2", agent.db).steps]
+    assert [s.split(":")[0] for s in steps[:2]] == ["model", "model"]
+    assert steps[2:] == ["tool:add", "tool:multiply", "tool:subtract"] * 2

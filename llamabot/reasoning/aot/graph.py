@@ -6,8 +6,9 @@
     LayerNode -("done")-> ReportNode           the final atom's answer; ends the run
     LayerNode -("failed")-> CompensateNode     undo completed atoms, newest first, then:
     CompensateNode -("replan")-> PlanNode      re-plan with the failure shown (bounded), else AtomExecutionError
-    with samples=k > 1 (self-consistency): ReportNode, and a sample that gave up, -("sample")-> PlanNode for the
-    next sample, and after the k-th -("vote")-> VoteNode: the majority answer of the executed plans; ends the run
+    with samples=k > 1 (self-consistency): the run starts at DraftNode (the k first plans requested at once)
+    -("drafted")-> PlanNode; ReportNode, and a sample that gave up, -("sample")-> PlanNode for the next sample
+    (its drafted plan), and after the k-th -("vote")-> VoteNode: the majority answer of the executed plans
 
 The nodes are in :mod:`~llamabot.reasoning.aot.nodes`. ``PlanNode`` is a decision-kind node (span kind ``decision``, like the agent's ``DecideNode``): one model call with
 structured output (JSON constrained by a schema generated from the tools; a grammar on the embedded model),
@@ -32,7 +33,15 @@ from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, current_run
 from llamabot.observe.usage import UsageLimits
 from llamabot.reasoning.aot.execute import LayerThreads, execute_plan
-from llamabot.reasoning.aot.nodes import THREADS, CompensateNode, LayerNode, PlanNode, ReportNode, VoteNode
+from llamabot.reasoning.aot.nodes import (
+    THREADS,
+    CompensateNode,
+    DraftNode,
+    LayerNode,
+    PlanNode,
+    ReportNode,
+    VoteNode,
+)
 from llamabot.reasoning.aot.plan import Plan
 from llamabot.reasoning.aot.prompts import resolve_expressions
 from llamabot.reasoning.aot.record import AtomTools, ExecutionRecord, RetryPolicy
@@ -67,7 +76,7 @@ class AoTBot(GraphBot):
     to the planner (then :class:`AtomExecutionError`, naming the atom and the cause, with the partial record
     and the earlier failures). ``retry``: the default retry policy of atoms. ``compensations``: tool name ->
     compensating ``@tool`` run (newest first) for completed atoms when a later atom fails or the run is
-    cancelled. ``samples``: self-consistency, k plans sampled (at ``temperature``, default
+    cancelled. ``samples``: self-consistency, k plans sampled at once (at ``temperature``, default
     :data:`SAMPLE_TEMPERATURE`), all executed, the majority answer wins (ties: the earliest sample); 1 (the
     default) is one plan, greedy unless ``model_settings`` gives a ``temperature``. Only for tools without side effects (every
     sampled plan runs), so it refuses ``compensations``. ``subquestions``: the planner breaks the question into
@@ -154,12 +163,15 @@ class AoTBot(GraphBot):
         self.execute_node - "done" >> self.report_node
         self.execute_node - "failed" >> self.compensate_node
         self.compensate_node - "replan" >> self.plan_node
+        start: Any = self.plan_node
         if samples > 1:
             self.vote_node = VoteNode()
             for node in (self.plan_node, self.report_node, self.compensate_node):
                 node - SAMPLE >> self.plan_node
                 node - VOTE >> self.vote_node
-        self.set_graph(self.plan_node)
+            start = self.draft_node = DraftNode(self.plan_node, samples)
+            self.draft_node - "drafted" >> self.plan_node
+        self.set_graph(start)
 
     def run_attributes(self, question: str) -> dict[str, Any]:
         return {"question": question}

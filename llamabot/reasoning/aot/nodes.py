@@ -2,7 +2,8 @@
 form is drawn in :mod:`llamabot.reasoning.aot.graph`.
 
 - :class:`PlanNode`: the decision: one model call for a plan (the agents' structured node: schema-constrained
-  JSON parsed as a :class:`Plan`), then validated.
+  JSON parsed as a :class:`Plan`), then validated. :class:`DraftNode`: with ``samples > 1``, every sample's
+  first plan requested at once.
 - :class:`LayerNode`: one execution layer per visit (the agents' layer node); a cancelled async layer compensates
   what completed.
 - :class:`ReportNode`: the final atom's answer. :class:`VoteNode`: the majority answer of the samples.
@@ -26,7 +27,9 @@ from llamabot.agents.structured import Parsed, StructuredNode
 from llamabot.bot.structuredbot import StructuredBot
 from llamabot.graph.flow import DualNode
 from llamabot.models.base import ChatModel
+from llamabot.models.exchange import answered, arun_exchange, reply_to, run_exchange
 from llamabot.models.messages import Message, assistant, system, user
+from llamabot.models.reply import ModelReply, ModelRequest
 from llamabot.observe.tracing import current_run, current_span
 from llamabot.reasoning.aot.compensate import (
     CompensationCall,
@@ -62,6 +65,7 @@ from llamabot.tools.tool import Tool
 class PlanInput:
     messages: list[Message]
     attempt: int  # 1 for the first plan, 2 for the first re-plan...
+    draft: dict[str, Any] | None = None  # the reply drafted for this sample's first plan (ModelReply.to_dict())
 
 
 class PlanNode(StructuredNode[Plan]):
@@ -101,10 +105,27 @@ class PlanNode(StructuredNode[Plan]):
                                                     reasoning=reasoning))
 
     def prep(self, shared: dict[str, Any]) -> PlanInput:
-        return PlanInput(
-            [self.system, *shared["memory"]],
-            len(shared["plan_errors"]) + len(shared["execution_failures"]) + 1,
-        )
+        attempt = len(shared["plan_errors"]) + len(shared["execution_failures"]) + 1
+        drafts, sample = shared.get("drafts") or [], len(shared["samples"])  # none in runs saved before drafts
+        draft = drafts[sample] if attempt == 1 and sample < len(drafts) else None
+        return PlanInput([self.system, *shared["memory"]], attempt, draft)
+
+    def first_request(self, shared: dict[str, Any]) -> ModelRequest:
+        """The request of a sample's first plan (what :class:`DraftNode` sends once per sample)."""
+        exchange = self._exchange(self.prep(shared))
+        request = next(exchange)
+        exchange.close()
+        return request
+
+    def exec(self, inp: PlanInput) -> Parsed[Plan]:
+        if inp.draft is None:
+            return super().exec(inp)
+        return run_exchange(answered(self._exchange(inp), ModelReply.from_dict(inp.draft)), self.model)
+
+    async def exec_async(self, inp: PlanInput) -> Parsed[Plan]:
+        if inp.draft is None:
+            return await super().exec_async(inp)
+        return await arun_exchange(answered(self._exchange(inp), ModelReply.from_dict(inp.draft)), self.model)
 
     def span_attributes(self, inp: PlanInput) -> dict[str, Any]:
         return {"iteration": inp.attempt}
@@ -160,6 +181,39 @@ class PlanNode(StructuredNode[Plan]):
             user(REPLAN_MESSAGE.format(errors="\n".join(f"- {e}" for e in errors))),
         ]
         return "invalid"
+
+
+class DraftNode(layer.LayerNode):
+    """Self-consistency's first plans, drafted at once: the first request of every sample's planner (the same
+    request, sampled at a temperature) sent ``samples`` times concurrently (worker threads in a sync flow, tasks
+    in an async one, one at a time in a durable run), so the embedded model decodes them in one batch. Each
+    sample's first :class:`PlanNode` visit then reads its draft instead of calling the model (the same parsing,
+    validation and routing); re-plans call the model as before. Then ``"drafted"``."""
+
+    name = "draft"
+
+    def __init__(self, plan_node: PlanNode, samples: int):
+        super().__init__(samples)
+        self.plan_node, self.samples = plan_node, samples
+
+    def prep(self, shared: dict[str, Any]) -> ModelRequest:
+        return self.plan_node.first_request(shared)
+
+    def span_attributes(self, request: ModelRequest) -> dict[str, Any]:
+        return {"samples": self.samples}
+
+    def items(self, request: ModelRequest) -> range:
+        return range(self.samples)
+
+    def run_item(self, request: ModelRequest, _: int) -> ModelReply:
+        return run_exchange(reply_to(request), self.plan_node.model, self.plan_node.bot.stream_target)
+
+    async def arun_item(self, request: ModelRequest, _: int) -> ModelReply:
+        return await arun_exchange(reply_to(request), self.plan_node.model, self.plan_node.bot.stream_target)
+
+    def post(self, shared: dict[str, Any], request: ModelRequest, replies: list[ModelReply]) -> str:
+        shared["drafts"] = [reply.to_dict() for reply in replies]
+        return "drafted"
 
 
 #: The run value holding the run's :class:`LayerThreads`.

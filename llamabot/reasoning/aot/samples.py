@@ -12,6 +12,7 @@ Keys of the shared dict (data only: it round-trips through the state codec at ev
 | ``execution_failures`` | the failures of this sample's executed plans that led to a re-plan |
 | ``record``, ``layer`` | the execution record of the current plan; the next layer to run |
 | ``samples`` | the finished samples (``answer`` or ``error``, ``plan``, ``record``), when ``samples > 1`` |
+| ``drafts`` | every sample's first planner reply (``ModelReply.to_dict()``), drafted at once, when ``samples > 1`` |
 | ``vote`` | the winning sample's index and the votes of each distinct answer, once voted |
 """
 
@@ -39,6 +40,7 @@ def new_aot_state(question: str) -> dict[str, Any]:
         "record": None,
         "layer": 0,
         "samples": [],
+        "drafts": [],
         "vote": None,
     }
 

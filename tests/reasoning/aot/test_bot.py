@@ -131,7 +131,8 @@ def test_aot_cli_030_replay_of_a_file_that_is_not_a_plan_fails_cleanly(tmp_path)
 
 
 def test_aot_cli_040_samples_and_execution_replans_reach_the_bot():
-    name = register_scripted_provider(ScriptedModel([json_reply(DIVIDE_BY_ZERO), json_reply(GOOD)] * 2,
+    # Both samples' first plans are drafted at once (both fail), then each sample re-plans once.
+    name = register_scripted_provider(ScriptedModel([json_reply(DIVIDE_BY_ZERO)] * 2 + [json_reply(GOOD)] * 2,
                                                     name="aot-sc"), prefix="scripted-aot-sc")
     runner = CliRunner()
     result = runner.invoke(app, ["aot", "q", "--no-expressions", "--model", name, "--samples", "2"], env={"COLUMNS": "200"})

@@ -52,7 +52,7 @@ class Recorder(RunHooks):
 
 
 STATE_KEYS = sorted(["memory", "plan", "notes", "plan_errors", "parse_failures", "execution_failures", "record", "layer",
-                     "samples", "vote"])
+                     "samples", "drafts", "vote"])
 
 
 @pytest.mark.parametrize("path", ["sync", "async"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 
@@ -76,13 +77,18 @@ def test_aot_sc_010_k_sampled_plans_are_all_executed_and_the_majority_answer_win
     hooks = Boundaries()
     bot = AoTBot(expressions=False, model=model, samples=3, hooks=[hooks])
     result = bot("q") if path == "sync" else asyncio.run(bot.arun("q"))
-    assert result.answer == 6 and result.votes == 2  # 5, 6, 6: the second sample's plan is the winner's
-    assert result.plan.atoms[0].name == "multiply" and result.record.answer == 6
-    assert [s["answer"] for s in result.samples] == [5, 6, 6]
+    # The three first plans are drafted at once, so which sample got which reply depends on the threads (sync).
+    answers = [s["answer"] for s in result.samples]
+    assert sorted(answers) == [5, 6, 6] and result.answer == 6 and result.votes == 2
+    winner = answers.index(6)  # the earliest sample with the majority answer: its plan and record are the run's
+    assert result.plan == result.samples[winner]["plan"] and result.record.answer == 6
+    assert result.trace.of_kind("vote")[0].attributes["counts"] == [[answers.index(5), 1], [winner, 2]] or (
+        winner == 0 and result.trace.of_kind("vote")[0].attributes["counts"] == [[0, 2], [answers.index(5), 1]])
     assert len(model.requests) == 3 and all(r.params["temperature"] == 0.7 for r in model.requests)
     assert all([m["role"] for m in r.messages] == ["system", "user"] for r in model.requests)  # fresh samples
     assert len(result.trace.of_kind("atom")) == 3  # every sampled plan was executed
     assert hooks.steps == [
+        ("draft", "drafted"),
         ("plan", "valid"),
         ("execute", "done"),
         ("report", "sample"),
@@ -94,7 +100,33 @@ def test_aot_sc_010_k_sampled_plans_are_all_executed_and_the_majority_answer_win
         ("report", "vote"),
         ("vote", None),
     ]
-    assert result.trace.of_kind("vote")[0].attributes["counts"] == [[0, 1], [1, 2]]
+    draft = next(s for s in result.trace.spans if s.name == "draft")
+    assert len([s for s in result.trace.of_kind("model_call") if s.parent_id == draft.span_id]) == 3
+
+
+@pytest.mark.parametrize("path", ["sync", "async"])
+def test_aot_sc_050_the_samples_first_plans_are_requested_at_once(path):
+    """Three samples' first plans from a model that takes 0.4 s a call: drafted together in about one call's
+    time (one by one would take three); a re-plan still calls the model when its sample needs it."""
+    model = ScriptedModel([json_reply(plan("add", 2, 2))] * 3 + [json_reply(plan("add", 1, 3))], latency_s=0.4)
+    bot = AoTBot(expressions=False, model=model, samples=3)
+    started = time.perf_counter()
+    result = bot("q") if path == "sync" else asyncio.run(bot.arun("q"))
+    assert time.perf_counter() - started < 1.0
+    assert result.answer == 4 and result.votes == 3 and len(model.requests) == 3
+    draft = next(s for s in result.trace.spans if s.name == "draft")
+    calls = [s for s in result.trace.of_kind("model_call") if s.parent_id == draft.span_id]
+    assert len(calls) == 3 and max(s.start for s in calls) < min(s.end for s in calls)  # they overlapped
+    assert not any(s.parent_id != draft.span_id for s in result.trace.of_kind("model_call"))
+
+
+def test_aot_sc_050_a_drafted_plan_that_fails_validation_is_replanned_by_a_model_call():
+    model = ScriptedModel([json_reply(BAD), json_reply(BAD), json_reply(plan("add", 2, 2)), json_reply(plan("add", 1, 3))])
+    result = asyncio.run(AoTBot(expressions=False, model=model, samples=2, max_replans=1).arun("q"))
+    assert len(model.requests) == 4 and result.answer == 4 and result.votes == 2  # each sample re-planned once
+    replan = model.requests[2]
+    assert [m["role"] for m in replan.messages] == ["system", "user", "assistant", "user"]  # the errors shown
+    assert "unknown tool 'sqrt'" in replan.messages[-1]["content"]
 
 
 def test_aot_sc_010_the_given_temperature_is_used_and_one_sample_keeps_the_greedy_default():
@@ -108,7 +140,8 @@ def test_aot_sc_010_the_given_temperature_is_used_and_one_sample_keeps_the_greed
 
 def test_aot_sc_030_a_sample_that_gives_up_does_not_end_the_run():
     model = ScriptedModel([json_reply(BAD), json_reply(DIVIDE_BY_ZERO), json_reply(plan("add", 2, 2))])
-    result = AoTBot(expressions=False, model=model, samples=3, max_replans=0, max_execution_replans=0)("q")
+    bot = AoTBot(expressions=False, model=model, samples=3, max_replans=0, max_execution_replans=0)
+    result = asyncio.run(bot.arun("q"))  # async: the drafts take the replies in order (tasks start in order)
     assert result.answer == 4 and result.votes == 1
     errors = [s["error"] for s in result.samples]
     assert errors[0].startswith("invalid plan: atom 1: unknown tool 'sqrt'")
@@ -117,11 +150,17 @@ def test_aot_sc_030_a_sample_that_gives_up_does_not_end_the_run():
 
 def test_aot_sc_030_when_every_sample_fails_the_last_ones_typed_error_is_raised():
     model = ScriptedModel([json_reply(BAD), json_reply(DIVIDE_BY_ZERO)])
+    bot = AoTBot(expressions=False, model=model, samples=2, max_replans=0, max_execution_replans=0)
     with pytest.raises(AtomExecutionError, match="atom 1 \\(tool 'divide'\\)"):
-        AoTBot(expressions=False, model=model, samples=2, max_replans=0, max_execution_replans=0)("q")
+        asyncio.run(bot.arun("q"))
     model = ScriptedModel([json_reply(DIVIDE_BY_ZERO), json_reply(BAD)])
+    bot = AoTBot(expressions=False, model=model, samples=2, max_replans=0, max_execution_replans=0)
     with pytest.raises(PlanValidationError, match="unknown tool 'sqrt'"):
-        AoTBot(expressions=False, model=model, samples=2, max_replans=0, max_execution_replans=0)("q")
+        asyncio.run(bot.arun("q"))
+    for replies, error in (([BAD, BAD], PlanValidationError), ([DIVIDE_BY_ZERO] * 2, AtomExecutionError)):
+        with pytest.raises(error):  # sync too (which sample got which reply depends on the threads)
+            AoTBot(expressions=False, model=ScriptedModel([json_reply(r) for r in replies]), samples=2,
+                   max_replans=0, max_execution_replans=0)("q")
 
 
 def test_aot_sc_040_options_that_cannot_work_are_refused():
@@ -140,6 +179,7 @@ def test_aot_sc_010_the_sample_and_vote_edges_exist_only_with_samples():
     many = AoTBot(expressions=False, model=ScriptedModel(), samples=3)
     for node in (many.plan_node, many.report_node, many.compensate_node):
         assert node.successors["sample"] is many.plan_node and node.successors["vote"] is many.vote_node
+    assert many.draft_node.successors == {"drafted": many.plan_node} and not hasattr(one, "draft_node")
     assert '-->|"vote"|' in str(many.to_mermaid())
 
 
