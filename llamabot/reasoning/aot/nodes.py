@@ -27,7 +27,7 @@ from llamabot.agents.structured import Parsed, StructuredNode
 from llamabot.bot.structuredbot import StructuredBot
 from llamabot.graph.flow import DualNode
 from llamabot.models.base import ChatModel
-from llamabot.models.exchange import answered, arun_exchange, reply_to, run_exchange
+from llamabot.models.exchange import Exchange, answered, arun_exchange, reply_to, run_exchange
 from llamabot.models.messages import Message, assistant, system, user
 from llamabot.models.reply import ModelReply, ModelRequest
 from llamabot.observe.tracing import current_run, current_span
@@ -117,15 +117,10 @@ class PlanNode(StructuredNode[Plan]):
         exchange.close()
         return request
 
-    def exec(self, inp: PlanInput) -> Parsed[Plan]:
-        if inp.draft is None:
-            return super().exec(inp)
-        return run_exchange(answered(self._exchange(inp), ModelReply.from_dict(inp.draft)), self.model)
-
-    async def exec_async(self, inp: PlanInput) -> Parsed[Plan]:
-        if inp.draft is None:
-            return await super().exec_async(inp)
-        return await arun_exchange(answered(self._exchange(inp), ModelReply.from_dict(inp.draft)), self.model)
+    def _exchange(self, inp: PlanInput) -> Exchange[Parsed[Plan]]:
+        """The structured node's exchange; a sample's first plan has its request answered by its draft."""
+        exchange = super()._exchange(inp)
+        return exchange if inp.draft is None else answered(exchange, ModelReply.from_dict(inp.draft))
 
     def span_attributes(self, inp: PlanInput) -> dict[str, Any]:
         return {"iteration": inp.attempt}
@@ -193,17 +188,17 @@ class DraftNode(layer.LayerNode):
     name = "draft"
 
     def __init__(self, plan_node: PlanNode, samples: int):
-        super().__init__(samples)
-        self.plan_node, self.samples = plan_node, samples
+        super().__init__(samples)  # every sample's request at once: the layer's limit is the sample count
+        self.plan_node = plan_node
 
     def prep(self, shared: dict[str, Any]) -> ModelRequest:
         return self.plan_node.first_request(shared)
 
     def span_attributes(self, request: ModelRequest) -> dict[str, Any]:
-        return {"samples": self.samples}
+        return {"samples": self.limit}
 
     def items(self, request: ModelRequest) -> range:
-        return range(self.samples)
+        return range(self.limit)
 
     def run_item(self, request: ModelRequest, _: int) -> ModelReply:
         return run_exchange(reply_to(request), self.plan_node.model, self.plan_node.bot.stream_target)
