@@ -3,8 +3,11 @@ process-wide durable runtime stopped after every test."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -53,3 +56,23 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 
 PYTHON = sys.executable
+
+
+def wait_until_waiting(db: str, run_id: str, process: subprocess.Popen | None = None, stderr: Path | None = None,
+                       timeout: float = 90.0) -> dict:
+    """The pending approval of run ``run_id`` once it waits for one. When ``process`` (the run's process) exits
+    first, fail at once with its exit code and the end of its ``stderr`` file, not after the timeout."""
+    from llamabot.durable import UnknownRunError, show_run
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(UnknownRunError):  # the run's process may not have started it yet
+            info = show_run(run_id, db)
+            if info.waiting:
+                return info.waiting
+        if process is not None and process.poll() is not None:
+            err = stderr.read_text()[-4000:] if stderr is not None else "(stderr not kept)"
+            raise AssertionError(f"the process of run {run_id} exited ({process.returncode}) before the run "
+                                 f"waited:\n{err}")
+        time.sleep(0.05)
+    raise AssertionError(f"run {run_id} never waited for an approval within {timeout:.0f} s")

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import signal
 import subprocess
-import time
 
 import pytest
 
@@ -15,35 +13,28 @@ from llamabot.durable import (
     Durable,
     NotStorableError,
     NotWaitingError,
-    UnknownRunError,
     approve,
     list_runs,
     reject,
-    show_run,
 )
-from tests.durable.conftest import PYTHON, subprocess_env
+from tests.durable.conftest import PYTHON, subprocess_env, wait_until_waiting
 
 FACTORY = "tests.durable.agents:make_approval_agent"
 
 
-def _waiting(db: str, run_id: str, timeout: float = 30.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(UnknownRunError):  # the run's process may not have started it yet
-            info = show_run(run_id, db)
-            if info.waiting:
-                return info.waiting
-        time.sleep(0.05)
-    raise AssertionError(f"run {run_id} never waited for an approval")
+def _waiting(db: str, run_id: str) -> dict:
+    return wait_until_waiting(db, run_id)
 
 
-def test_dur_hil_010_a_run_waits_then_approval_after_a_restart_runs_the_tool_once(db_url, files):
+def test_dur_hil_010_a_run_waits_then_approval_after_a_restart_runs_the_tool_once(db_url, files, tmp_path):
     """DUR-HIL-010/040/080: paused, process killed, approved while no process runs (a reject after it is
     refused), resumed by a new process."""
     effects, _ = files
     cmd = [PYTHON, "-m", "tests.durable.run_agent", db_url, "pay-1", "pay alice", FACTORY]
-    first = subprocess.Popen(cmd, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    waiting = _waiting(db_url, "pay-1")
+    err = tmp_path / "first.err"
+    with err.open("w") as log:  # a file: a pipe nobody reads while the run waits could fill and block it
+        first = subprocess.Popen(cmd, env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=log)
+    waiting = wait_until_waiting(db_url, "pay-1", first, err)
     assert waiting["tool"] == "transfer" and waiting["arguments"] == {"amount": 10.0, "to": "alice"}
     assert [r.run_id for r in list_runs(db_url) if r.waiting] == ["pay-1"]
     first.send_signal(signal.SIGKILL)

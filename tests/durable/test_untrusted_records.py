@@ -10,12 +10,10 @@ recovery of the run by a restarted process. The file is never created; the reads
 from __future__ import annotations
 
 import base64
-import contextlib
 import os
 import pickle
 import signal
 import subprocess
-import time
 
 import pytest
 import sqlalchemy as sa
@@ -25,14 +23,13 @@ from llamabot.cli import app
 from llamabot.durable import (
     Durable,
     RecordRefusedError,
-    UnknownRunError,
     approve,
     list_runs,
     show_run,
     shutdown,
     wait_result,
 )
-from tests.durable.conftest import PYTHON, subprocess_env
+from tests.durable.conftest import PYTHON, subprocess_env, wait_until_waiting
 
 APPROVAL_FACTORY = "tests.durable.agents:make_approval_agent"
 
@@ -63,16 +60,6 @@ def _tamper(db_url: str, statements: list[tuple[str, dict]]) -> None:
                 conn.execute(sa.text(sql.format(t=prefix)), params)
     finally:
         engine.dispose()
-
-
-def _wait_until_waiting(db: str, run_id: str) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        with contextlib.suppress(UnknownRunError):  # the other process may not have started it yet
-            if show_run(run_id, db).waiting:
-                return
-        assert time.monotonic() < deadline, f"run {run_id} never waited"
-        time.sleep(0.05)
 
 
 def test_dur_sec_010_a_pickled_output_is_refused_by_list_show_and_result(db_url, files, tmp_path):
@@ -109,9 +96,11 @@ def test_dur_sec_020_pickled_events_messages_and_steps_are_refused_on_approval_a
     RecordRefusedError."""
     marker = tmp_path / "pwned"
     cmd = [PYTHON, "-m", "tests.durable.run_agent", db_url, "pay-1", "pay alice", APPROVAL_FACTORY]
-    process = subprocess.Popen(cmd, env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    err = tmp_path / "run.err"
+    with err.open("w") as log:
+        process = subprocess.Popen(cmd, env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=log)
     try:
-        _wait_until_waiting(db_url, "pay-1")
+        wait_until_waiting(db_url, "pay-1", process, err)
     finally:
         process.send_signal(signal.SIGKILL)  # the run stays PENDING in the database, as after a crash
         process.wait()
