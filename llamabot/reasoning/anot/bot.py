@@ -174,6 +174,7 @@ class ANoTBot(GraphBot):
         self.lwt_end_node - "execute" >> self.layer_node
         self.layer_node - "layer" >> self.layer_node
         self.layer_node - "rank" >> self.rank_node
+        self.rank_node - "layer" >> self.layer_node  # the final step, when its output decides the ranking
         self.set_graph(self.strategy_node)
         self.execute_flow = Flow(start=self.layer_node)
         self.async_execute_flow = AsyncFlow(start=self.layer_node)

@@ -3,7 +3,7 @@
     StrategyNode -("lwt")-> LWTStartNode -> DecideNode <-> LWTToolNode (lwt_list, lwt_insert, lwt_set, read)
                                             DecideNode -("done")-> LWTToolNode done -> LWTEndNode
     (any phase 2 step -("failed")-> LWTEndNode)
-    LWTEndNode -("execute")-> LayerNode -("layer")-> LayerNode ... -("rank")-> RankNode
+    LWTEndNode -("execute")-> LayerNode -("layer")-> LayerNode ... -("rank")-> RankNode -("layer")-> LayerNode
 
 - ``StrategyNode`` (phase 1): the request and the items' compact schema -> a validated :class:`Strategy`
   (the agents' ``StructuredNode``: ``StructuredBot``'s exchange, bounded repair). If no valid strategy comes, phase 2 works from the request.
@@ -18,7 +18,8 @@
 - ``LayerNode`` (phase 3, the agents' layer node): one visit per execution layer; fills the layer's steps and
   runs them at once (worker threads in the sync flow, tasks in the async flow, at most ``concurrency`` model calls
   either way), then loops to itself until the last layer.
-- ``RankNode``: parses the final step's output into a ranking (fallbacks in ``ranking.py``); ends the run.
+- ``RankNode``: ranks by the condition steps' logic or the final step's output (fallbacks in ``ranking.py``);
+  the final step, alone in the last layer, runs only when its output is needed (``"layer"`` back); ends the run.
 
 Nodes keep no per-run attributes and log nothing: everything per run is data in the shared dict (see
 ``state.py``), the live side (the ``P2`` span handle) in the run's values; debug lines come from the run's
@@ -349,7 +350,14 @@ class LayerNode(layer.LayerNode):
         shared["outputs"].update(outcome.value)
         shared["errors"].extend(call.error for call in inp.calls if call.error is not None)
         shared["layer"] += 1
-        return "layer" if shared["layer"] < len(shared["layers"]) else "rank"
+        index, layers = shared["layer"], shared["layers"]
+        return "layer" if index < len(layers) and not final_on_demand(layers, index, shared["steps"]) else "rank"
+
+
+def final_on_demand(layers: list[list[LWTStep]], index: int, steps: list[LWTStep]) -> bool:
+    """Layer ``index`` is the last and holds only the final step: :class:`RankNode` runs it when its output
+    decides the ranking (``rank_by="final"``, or no condition step listed an item), never otherwise."""
+    return index == len(layers) - 1 and [s.id for s in layers[index]] == [final_step(steps).id]
 
 
 def fallback_scores(strategy: Strategy | None, outputs: dict[str, str], final_id: str, n_items: int) -> dict[int, float]:
@@ -362,14 +370,17 @@ def fallback_scores(strategy: Strategy | None, outputs: dict[str, str], final_id
 
 
 class RankNode(DualNode):
-    """Turn the final step's output into a ranking; ends the run.
+    """Turn the steps' outputs into a ranking; ends the run.
 
     ``rank_by="scores"`` (default): the ranking by the strategy's logic over the condition steps' outputs
     (deterministic), unless no condition step listed any item, in which case the final step's output is used.
     ``rank_by="final"`` (the seed's way): the final step's output, completed by the condition scores. Both
-    rankings are kept either way (``score_ranking``, ``final_ranking``). On the 20 dev requests the embedded
-    1.5B model answered the final step at chance level (Hits@1 0.05) while the logic over its own condition
-    outputs ranked the gold item first 6 times as often (0.30): see docs/design/anot/LLD.md, Measurements.
+    rankings are kept (``score_ranking``, ``final_ranking``). The final step, alone in the last layer, runs on
+    demand: only when its output decides the ranking (the ``"layer"`` edge back to :class:`LayerNode`); when the
+    scores decide it is never sent, and ``final_ranking`` is the score ranking (``outputs`` has no final step).
+    On the 20 dev requests the embedded 1.5B model answered the final step at chance level (Hits@1 0.05) while the
+    logic over its own condition outputs ranked the gold item first 6 times as often (0.30): see
+    benchmarks/results/anot.md.
     """
 
     name = "rank"
@@ -381,19 +392,24 @@ class RankNode(DualNode):
             raise ValueError(f"rank_by must be one of {RANK_BY}, got {rank_by!r}")
         self.rank_by = rank_by
 
-    def prep(self, shared: dict[str, Any]) -> tuple[str, dict[str, str], Strategy | None, int]:
-        return final_step(shared["steps"]).id, shared["outputs"], shared["strategy"], shared["n_items"]
+    def prep(self, shared: dict[str, Any]) -> tuple[str, dict[str, str], Strategy | None, int, bool]:
+        pending = shared["layer"] < len(shared["layers"])  # the final step, on demand (LayerNode.post)
+        return final_step(shared["steps"]).id, shared["outputs"], shared["strategy"], shared["n_items"], pending
 
-    def exec(self, inp: tuple[str, dict[str, str], Strategy | None, int]) -> tuple[Ranking, Ranking]:
-        final_id, outputs, strategy, n_items = inp
+    def exec(self, inp: tuple[str, dict[str, str], Strategy | None, int, bool]) -> tuple[Ranking, Ranking] | None:
+        final_id, outputs, strategy, n_items, pending = inp
         scores = fallback_scores(strategy, outputs, final_id, n_items)
         by_scores = Ranking(tuple(ranked_by_scores(scores, n_items)), "scores" if any(scores.values()) else "order")
+        if pending and (self.rank_by == "final" or by_scores.source != "scores"):
+            return None  # the final step's output decides: run it first
         return parse_ranking(outputs.get(final_id), n_items, scores), by_scores
 
-    async def exec_async(self, inp: tuple[str, dict[str, str], Strategy | None, int]) -> tuple[Ranking, Ranking]:
+    async def exec_async(self, inp: tuple[str, dict[str, str], Strategy | None, int, bool]) -> tuple[Ranking, Ranking] | None:
         return self.exec(inp)
 
-    def post(self, shared: dict[str, Any], inp: Any, rankings: tuple[Ranking, Ranking]) -> None:
+    def post(self, shared: dict[str, Any], inp: Any, rankings: tuple[Ranking, Ranking] | None) -> str | None:
+        if rankings is None:
+            return "layer"
         final, by_scores = rankings
         ranking = by_scores if self.rank_by == "scores" and by_scores.source == "scores" else final
         shared["ranking"], shared["score_ranking"], shared["final_ranking"] = ranking, by_scores, final
