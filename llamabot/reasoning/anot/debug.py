@@ -373,6 +373,11 @@ class DebugHook(RunHooks):
 
     def _end_rank(self, line: Callable[..., None], span: Span, state: dict[str, Any]) -> None:
         ranking = state["ranking"]
+        if ranking is None:  # the final step's output decides the ranking: it runs now
+            line(VERBOSE, "P3", "the final step decides the ranking: running it")
+            return
+        if state["layer"] < len(state["layers"]):
+            line(VERBOSE, "P3", "the final step is not needed: the condition steps rank the items")
         line(SUMMARY, "P3", f"Final ranking: {ranking.best} (top-5 {list(ranking.top(5))}, from {ranking.source})")
 
     # tool calls (phase 2's tools) ---------------------------------------------------------------------------

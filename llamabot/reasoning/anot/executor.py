@@ -24,6 +24,7 @@ from llamabot.models.reply import ModelRequest
 from llamabot.observe.tracing import span
 from llamabot.reasoning.anot.lwt import LWTStep
 from llamabot.reasoning.anot.prompts import STEP_SYSTEM
+from llamabot.reasoning.anot.ranking import ERROR_PREFIX
 from llamabot.reasoning.anot.substitution import SubstitutionContext, SubstitutionError, substitute
 
 DEFAULT_CONCURRENCY = 8
@@ -61,7 +62,7 @@ def step_exchange(model_name: str, prompt: str, params: dict[str, Any]) -> Excha
 
 
 def _error_output(call: StepCall) -> str:
-    return f"ERROR: {call.error}"
+    return f"{ERROR_PREFIX}{call.error}"
 
 
 def _check_concurrency(concurrency: int) -> None:

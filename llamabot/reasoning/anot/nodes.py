@@ -59,9 +59,9 @@ from llamabot.reasoning.anot.ranking import (
     RANK_BY,
     Ranking,
     condition_votes,
-    parse_index_list,
     parse_ranking,
     ranked_by_scores,
+    step_items,
 )
 from llamabot.reasoning.anot.script import LWTScript
 from llamabot.reasoning.anot.stats import PHASE_KIND
@@ -364,7 +364,7 @@ def fallback_scores(strategy: Strategy | None, outputs: dict[str, str], final_id
     """Scores used when the final output gives no ranking (and to complete one): the strategy's logic over the
     condition steps ``c<id>`` when the script has them, else votes of every non-final step."""
     if strategy is not None and any(f"c{c.id}" in outputs for c in strategy.conditions):
-        satisfied = {c.id: set(parse_index_list(outputs.get(f"c{c.id}"), n_items) or ()) for c in strategy.conditions}
+        satisfied = {c.id: set(step_items(outputs.get(f"c{c.id}"), n_items)) for c in strategy.conditions}
         return logic_scores(strategy.logic_tree, satisfied, n_items)
     return condition_votes(outputs, final_id, n_items)
 

@@ -119,12 +119,24 @@ def parse_ranking(text: str | None, n_items: int, scores: Mapping[int, float] | 
     return Ranking(tuple(parsed + [i for i in rest_order if i not in chosen]), source, tuple(parsed))
 
 
+#: How a step that could not run reports it in its output (``ERROR: <why>``): such an output lists no item.
+ERROR_PREFIX = "ERROR: "
+
+
+def step_items(output: str | None, n_items: int) -> list[int]:
+    """The items a condition step's output lists (its last list); none for a step that failed, whose error text
+    may quote a path such as ``[1]``."""
+    if output is None or output.startswith(ERROR_PREFIX):
+        return []
+    return parse_index_list(output, n_items) or []
+
+
 def condition_votes(outputs: Mapping[str, str], final_id: str, n_items: int) -> dict[int, float]:
     """How many condition steps (every step but the final) list each item, reading each output's last list."""
     votes = {item: 0.0 for item in range(1, n_items + 1)}
     for step_id, output in outputs.items():
         if step_id == final_id:
             continue
-        for item in parse_index_list(output, n_items) or ():
+        for item in step_items(output, n_items):
             votes[item] += 1.0
     return votes

@@ -17,9 +17,10 @@ from .helpers import ITEMS, three_phase_responder
 LINE = re.compile(r"^\[\d\d:\d\d:\d\d\.\d{3}\] \[(P1|P2|P3|RUN):R07\] ")
 
 
-def run_with_log(level: int) -> list[str]:
+def run_with_log(level: int, **options) -> list[str]:
     lines: list[str] = []
-    bot = ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=level, debug_sink=lines.append)
+    bot = ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=level, debug_sink=lines.append,
+                  **options)
     bot("a kid-friendly cozy cafe", ITEMS, request_tag="R07")
     return lines
 
@@ -43,19 +44,23 @@ def test_anot_bot_010_the_graph_is_strategy_lwt_layers_rank():
 
 def test_anot_bot_020_a_run_returns_ranking_strategy_script_outputs_and_phase_stats():
     result = ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=0)("kids and cozy", ITEMS)
-    assert result.final_ranking.indices == (3, 1, 2) and result.final_ranking.source == "list"
     assert result.score_ranking.indices == (1, 3, 2)  # both conditions' outputs list 1 and 3
     assert result.ranking == result.score_ranking and result.best == 1  # rank_by="scores" is the default
+    # the scores decided: the final step was never sent (ANOT-P3-130); its ranking is the score ranking
+    assert "final" not in result.outputs and result.final_ranking.source == "scores"
     seed_way = ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=0, rank_by="final")("kids and cozy", ITEMS)
     assert seed_way.ranking.indices == (3, 1, 2) and seed_way.best == 3 and seed_way.ranking.source == "list"
     assert [s.id for s in result.steps] == ["c1", "c2", "final"]
     assert set(result.stats) == {"P1", "P2", "P3"}
-    assert (result.stats["P1"].calls, result.stats["P2"].calls, result.stats["P3"].calls) == (1, 1, 3)
+    assert (result.stats["P1"].calls, result.stats["P2"].calls, result.stats["P3"].calls) == (1, 1, 2)
+    assert seed_way.stats["P3"].calls == 3
     assert all(s.prompt_tokens > 0 and s.seconds >= 0 for s in result.stats.values())
-    assert result.totals.calls == 5
+    assert result.totals.calls == 4
     record = json.loads(json.dumps(result.to_dict()))
-    assert record["ranking"] == [1, 3, 2] and record["phases"]["P3"]["calls"] == 3
-    assert record["final_ranking"] == [3, 1, 2] and record["final_ranking_source"] == "list"
+    assert record["ranking"] == [1, 3, 2] and record["phases"]["P3"]["calls"] == 2
+    assert record["final_ranking"] == [1, 3, 2] and record["final_ranking_source"] == "scores"
+    seed_record = json.loads(json.dumps(seed_way.to_dict()))
+    assert seed_record["final_ranking"] == [3, 1, 2] and seed_record["final_ranking_source"] == "list"
     assert "===STRATEGY===" in record["strategy_text"]
 
 
@@ -71,7 +76,7 @@ async def test_anot_bot_040_concurrent_runs_on_one_bot_keep_their_own_state():
     assert len({r.trace.trace_id for r in results}) == 20
     for i, result in enumerate(results):
         assert result.n_items == 2 + i % 2
-        assert result.totals.calls == 5
+        assert result.totals.calls == 4  # the scores decide: no final step
         run_spans = [s for s in result.trace.of_kind("run") if s.name == "AsyncANoTBot"]
         assert [s.attributes["query"] for s in run_spans] == [f"query {i}"]
 
@@ -89,7 +94,7 @@ def test_anot_dbg_010_level_0_is_silent_and_1_is_a_summary_in_the_seed_format():
     assert len(messages) == 3
     assert messages[0] == "Planning for: a kid-friendly cozy cafe"
     assert messages[1] == "Final ranking: 1 (top-5 [1, 3, 2], from scores)"
-    assert re.fullmatch(r"3 phases, \d+\.\d s, 5 LLM calls, \d+ prompt \+ \d+ completion tokens", messages[2])
+    assert re.fullmatch(r"3 phases, \d+\.\d s, 4 LLM calls, \d+ prompt \+ \d+ completion tokens", messages[2])
 
 
 def test_anot_dbg_020_level_2_shows_phases_strategy_and_lwt_steps():
@@ -99,7 +104,12 @@ def test_anot_dbg_020_level_2_shows_phases_strategy_and_lwt_steps():
     assert "[P2:R07] ReAct done after 1 iterations" in text
     assert "[P3:R07] Executing 3 steps in 2 layers..." in text
     assert "===STRATEGY===" in text and "(final)=LLM(" in text
-    assert "[P3:R07] layer 1: (final) -> [3, 1, 2]" in text
+    assert "[P3:R07] layer 0: (c2) -> [1, 3]" in text
+    assert "[P3:R07] the final step is not needed: the condition steps rank the items" in text
+    assert "(final) ->" not in text
+    seed_way = "\n".join(run_with_log(2, rank_by="final"))
+    assert "[P3:R07] the final step decides the ranking: running it" in seed_way
+    assert "[P3:R07] layer 1: (final) -> [3, 1, 2]" in seed_way
     assert "prompt system:" not in text
 
 

@@ -44,7 +44,7 @@ def test_anot_p2_010_the_agent_edits_the_script_with_its_tools_and_done_hands_it
     assert listing.startswith("1. (c1)=LLM(") and "3. (final)" in listing
     assert '"GoodForKids": true' in data and '"WiFi": "free"' in data
     assert inserted == "inserted (c3) as step 2 of 4." and replaced == "set step 4 to (final)."
-    assert result.outputs["c3"] == "[1, 3]" and set(result.outputs) == {"c1", "c2", "c3", "final"}
+    assert result.outputs["c3"] == "[1, 3]" and set(result.outputs) == {"c1", "c2", "c3"}  # the scores decided
 
 
 def test_anot_p2_020_only_the_lwt_tools_are_offered_and_done_is_terminal():
@@ -137,7 +137,7 @@ def test_anot_p2_070_the_loop_is_bounded_and_the_forced_decision_names_done():
 
 def test_anot_p2_080_when_the_agent_fails_the_draft_runs_and_the_reason_is_kept():
     model = ScriptedModel(responder=scripted_phase2(tool_call("no_such_tool")))
-    result = ANoTBot(model=model, debug=0, max_errors=2)("q", ITEMS)
+    result = ANoTBot(model=model, debug=0, max_errors=2, rank_by="final")("q", ITEMS)
     assert result.phase2["fallback"] == "the agent's script"  # the untouched draft, still executable
     assert "invalid tool calls in a row" in result.phase2["error"]
     assert "unknown tool 'no_such_tool'" in tool_results(p2_requests(model)[-1])[-1]
@@ -179,7 +179,7 @@ def test_anot_p2_080_a_failed_model_call_in_phase2_falls_back_too():
             raise ConnectionError("tool call cut short")
         return scripted_phase2(tool_call("done"))(request)
 
-    result = ANoTBot(model=ScriptedModel(responder=respond), debug=0)("q", ITEMS)
+    result = ANoTBot(model=ScriptedModel(responder=respond), debug=0, rank_by="final")("q", ITEMS)
     assert result.phase2["error"] == "phase 2: ConnectionError: tool call cut short"
     assert result.phase2["fallback"] == "the agent's script" and result.final_ranking.parsed == (3, 1, 2)
 

@@ -31,7 +31,7 @@ def step_responder(request):
 
 async def test_anot_p3_010_independent_steps_run_concurrently():
     model = ScriptedModel(responder=step_responder, latency_s=0.05)
-    bot = AsyncANoTBot(model=model, debug=0, concurrency=10)
+    bot = AsyncANoTBot(model=model, debug=0, concurrency=10, rank_by="final")  # the final step always runs
     started = time.perf_counter()
     result = await bot.aexecute(PARALLEL, ITEMS)
     elapsed = time.perf_counter() - started
@@ -114,8 +114,8 @@ async def test_anot_p3_080_every_step_call_carries_the_step_limits_and_completio
     run, so steps ran without ``step_max_tokens`` (1024 tokens of rambling instead of 128)."""
     script = "(c1)=LLM('kids: {(items)}[*][attributes][GoodForKids]. Which are True?')\n(final)=LLM('{(c1)} top-5')"
     model = ScriptedModel(responder=lambda request: text("[1, 3]"))
-    ANoTBot(model=model, debug=0, step_max_tokens=40, temperature=0.2).execute(script, ITEMS)
-    await AsyncANoTBot(model=model, debug=0, step_max_tokens=40, temperature=0.2).aexecute(script, ITEMS)
+    ANoTBot(model=model, debug=0, step_max_tokens=40, temperature=0.2, rank_by="final").execute(script, ITEMS)
+    await AsyncANoTBot(model=model, debug=0, step_max_tokens=40, temperature=0.2, rank_by="final").aexecute(script, ITEMS)
     assert len(model.requests) == 4
     assert all(r.params == {"temperature": 0.2, "max_tokens": 40} for r in model.requests)
 
@@ -172,7 +172,7 @@ class BarrierModel:
 @pytest.mark.parametrize("concurrency", [2, 5, 10])
 def test_anot_p3_100_the_sync_bot_runs_a_layers_steps_concurrently_up_to_the_limit(concurrency):
     model = BarrierModel(parties=concurrency)
-    result = ANoTBot(model=model, debug=0, concurrency=concurrency).execute(PARALLEL, ITEMS)
+    result = ANoTBot(model=model, debug=0, concurrency=concurrency, rank_by="final").execute(PARALLEL, ITEMS)
     assert model.peak == concurrency  # the ten steps of layer 1 overlapped, never more than the limit
     assert result.outputs["c1"] == "[2]" and result.final_ranking.parsed == (3, 2, 1)
     steps = result.trace.of_kind("lwt_step")
@@ -218,3 +218,34 @@ def test_anot_p3_100_inside_a_durable_run_the_sync_steps_run_one_at_a_time_in_or
     with using_steps(runner), pytest.raises(threading.BrokenBarrierError):
         run_layer(calls, model, {}, concurrency=3)  # one at a time: the two-party barrier cannot be released
     assert model.peak == 1 and runner.prompts == ["condition 1", "condition 2", "condition 3"]  # in step order
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_anot_p3_130_the_final_step_runs_only_when_its_output_decides_the_ranking(asynchronous):
+    script = "(c1)=LLM('x')\n(c2)=LLM('y')\n(final)=LLM('{(c1)} {(c2)}. Output top-5')"
+
+    def run(rank_by, outputs):
+        model = ScriptedModel(responder=lambda r: text(outputs["final" if "top-5" in r.last_user_text else "cond"]))
+        if asynchronous:
+            result = asyncio.run(AsyncANoTBot(model=model, debug=0, rank_by=rank_by).aexecute(script, ITEMS))
+        else:
+            result = ANoTBot(model=model, debug=0, rank_by=rank_by).execute(script, ITEMS)
+        return result, ["top-5" in r.last_user_text for r in model.requests]
+
+    decided, sent = run("scores", {"cond": "[2]", "final": "[1, 2, 3]"})  # the conditions list item 2: decided
+    assert sent == [False, False] and "final" not in decided.outputs
+    assert decided.ranking.source == "scores" and decided.ranking.best == 2 and decided.final_ranking.source == "scores"
+    undecided, sent = run("scores", {"cond": "[]", "final": "[3, 1]"})  # no condition step listed an item
+    assert sent == [False, False, True] and undecided.ranking.indices == (3, 1, 2)
+    assert undecided.ranking.source == "list" and undecided.stats["P3"].calls == 3
+    seed_way, sent = run("final", {"cond": "[2]", "final": "[3, 1]"})  # the final step always decides
+    assert sent == [False, False, True] and seed_way.ranking.indices == (3, 1, 2)
+    assert seed_way.score_ranking.best == 2
+
+
+def test_anot_p3_140_a_failed_step_lists_no_item():
+    """A step that could not be filled outputs ``ERROR: ...``; the ``[1]`` its path quotes is not a vote."""
+    script = "(a)=LLM('{(items)}[1][reviews][oops]')\n(b)=LLM('x')\n(final)=LLM('a said {(a)}')"
+    result = ANoTBot(model=ScriptedModel(responder=lambda r: text("[2]")), debug=0).execute(script, ITEMS)
+    assert result.outputs["a"].startswith("ERROR: ") and "[1]" in result.outputs["a"]
+    assert result.score_ranking.indices == (2, 1, 3) and "final" not in result.outputs  # only b's vote counts

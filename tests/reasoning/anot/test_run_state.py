@@ -33,17 +33,20 @@ class RoundTrip(RunHooks):
         self.boundaries.append(span.name)
 
 
+@pytest.mark.parametrize("rank_by", ["scores", "final"])
 @pytest.mark.parametrize("asynchronous", [False, True])
-def test_anot_state_010_the_state_round_trips_at_every_node_boundary_of_a_three_phase_run(asynchronous):
-    bot = ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=0)
+def test_anot_state_010_the_state_round_trips_at_every_node_boundary_of_a_three_phase_run(asynchronous, rank_by):
+    bot = ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=0, rank_by=rank_by)
     hook = RoundTrip(bot.state_classes)
     if asynchronous:
         result, _ = asyncio.run(bot.arun_with_trace("kids and cozy", items=ITEMS, hooks=[hook]))
     else:
         result, _ = bot.run_sync("kids and cozy", items=ITEMS, hooks=[hook])
-    assert result.best == 1
-    # phase 2's agent steps are node boundaries of the ANoT run itself, on the one ANoT state
-    assert hook.boundaries == ["strategy", "lwt", "decision", "done", "lwt_end", "layer", "layer", "rank"]
+    assert result.best == (1 if rank_by == "scores" else 3)
+    # phase 2's agent steps are node boundaries of the ANoT run itself, on the one ANoT state; the final step
+    # runs on demand: after a first visit to rank when its output decides the ranking
+    final = ["rank", "layer"] if rank_by == "final" else []
+    assert hook.boundaries == ["strategy", "lwt", "decision", "done", "lwt_end", "layer", *final, "rank"]
 
 
 def test_anot_state_010_the_strategy_classes_are_the_bots_state_classes():
