@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from llamabot.durable import Durable, list_runs, show_run
 from llamabot.models.scripted import ScriptedModel, json_reply
 from llamabot.reasoning.aot import AoTBot
@@ -87,20 +89,29 @@ def make_anot():
     return ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=0)
 
 
-def test_dur_step_020_anot_phase_calls_and_phase3_steps_are_steps(tmp_path):
+def make_anot_by_final():
+    from llamabot.reasoning.anot import ANoTBot
+    from tests.reasoning.anot.helpers import three_phase_responder
+
+    return ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=0, rank_by="final")
+
+
+@pytest.mark.parametrize("factory", [make_anot, make_anot_by_final])
+def test_dur_step_020_anot_phase_calls_and_phase3_steps_are_steps(tmp_path, factory):
     """DUR-STEP-020: ANoT's strategy call, its script-writing agent's model and tool calls and each phase-3 step
     are recorded steps; the durable result (which holds the vocabulary's strategy model, made at run time) is the
-    in-memory one."""
+    in-memory one. The final step is a step only where its output decides the ranking (rank_by="final")."""
     from tests.reasoning.anot.helpers import ITEMS
 
-    expected = make_anot()("kids and cozy", ITEMS)
-    agent = Durable(make_anot, db=f"sqlite:///{tmp_path / 'r.sqlite'}")
+    expected = factory()("kids and cozy", ITEMS)
+    agent = Durable(factory, db=f"sqlite:///{tmp_path / 'r.sqlite'}")
     result = agent.run("kids and cozy", items=ITEMS, run_id="anot-1")
     assert result.ranking == expected.ranking and result.outputs == expected.outputs
     assert result.strategy == expected.strategy and result.lwt == expected.lwt
     steps = [name for _, name in show_run("anot-1", agent.db).steps]
-    # phase 1, phase 2's decision and its done() call, then the script's three steps (c1, c2, final)
-    assert steps == ["model:scripted", "model:scripted", "tool:done"] + ["model:scripted"] * 3
+    # phase 1, phase 2's decision and its done() call, then the script's steps (c1, c2, and final when it decides)
+    script_steps = 3 if factory is make_anot_by_final else 2
+    assert steps == ["model:scripted", "model:scripted", "tool:done"] + ["model:scripted"] * script_steps
     assert agent.run("kids and cozy", items=ITEMS, run_id="anot-1").ranking == expected.ranking  # replayed
 
 

@@ -52,7 +52,7 @@ def test_anot_p2_020_only_the_lwt_tools_are_offered_and_done_is_terminal():
     bot = ANoTBot(model=model, debug=0)
     bot("q", ITEMS)
     offered = [t["function"]["name"] for t in p2_requests(model)[0].tools]
-    assert offered == ["lwt_list", "lwt_insert", "lwt_set", "read", "done"]
+    assert offered == ["done", "lwt_set", "lwt_insert", "read", "lwt_list"]
     assert p2_requests(model)[0].tool_choice == "required"
     assert done.tool.is_terminal and not lwt_insert.tool.is_terminal
     assert bot.decide_node.final_toolbot.tool_choice == "done"
@@ -170,7 +170,7 @@ def test_anot_p2_110_tools_need_their_per_run_context():
         invoke_tool(done, {}, {"globals_dict": {}}).unwrap()
     context = Phase2Context(LWTScript([], ITEMS), ITEMS)
     assert invoke_tool(lwt_insert, {"idx": 1, "step": "(a)=LLM('x')"}, {"globals_dict": {PHASE2_KEY: context}}).unwrap().startswith("inserted (a)")
-    assert [t.tool.name for t in PHASE2_TOOLS] == ["lwt_list", "lwt_insert", "lwt_set", "read", "done"]
+    assert [t.tool.name for t in PHASE2_TOOLS] == ["done", "lwt_set", "lwt_insert", "read", "lwt_list"]
 
 
 def test_anot_p2_080_a_failed_model_call_in_phase2_falls_back_too():
