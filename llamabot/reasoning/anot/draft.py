@@ -93,8 +93,8 @@ def condition_step(condition: Condition, items: Sequence[Any], vocabulary: Vocab
 def final_prompt(strategy: Strategy, n_items: int, vocabulary: Vocabulary = ()) -> str:
     parts = ", ".join(f"c{c.id}={{(c{c.id})}}" for c in strategy.conditions)
     return (
-        f"{parts}: the items meeting each condition. Logic: {strategy.logic}. Rank the {n_items} items, those "
-        "meeting the logic first. Output top-5: [best, ...]"
+        f"{parts}. ck lists the items meeting condition k. Logic: {strategy.logic}. Rank the {n_items} items: "
+        "those satisfying the logic first, then by conditions met. Output top-5: [best, 2nd, 3rd, 4th, 5th]"
     )
 
 

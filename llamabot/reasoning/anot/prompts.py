@@ -61,4 +61,4 @@ PHASE2_USER_EMPTY = """{conditions}{note}
 
 There are {n_items} items. The script is empty: insert one step per condition and a (final) step, then call done()."""
 
-STEP_SYSTEM = "Answer briefly. For item numbers, end with a list like [2, 5] or []."
+STEP_SYSTEM = "Answer one step of an evaluation, briefly. When asked for item numbers, end with a list like [2, 5] or []."
