@@ -269,3 +269,35 @@ def test_mdl_batch_100_cancelling_an_async_caller_cancels_its_request():
         raise AssertionError("the cancelled request still holds its sequence")
 
     asyncio.run(scenario())
+
+
+@pytest.mark.local_model
+def test_mdl_batch_120_greedy_under_a_grammar_checks_the_best_token_first_and_answers_as_the_whole_vocabulary(
+        llm, make, monkeypatch):
+    """MDL-BATCH-120: a greedy sequence under a grammar asks the grammar about its best token only, and samples the
+    whole vocabulary through the grammar when that token is refused: the text is the one the whole-vocabulary
+    sampler gives (the prompt asks for prose, the grammar forces JSON, so refusals happen)."""
+    from llamabot.models.local import sampling
+
+    words = WORDS[:4]
+
+    def answers(scheduler) -> list[str]:
+        return [drive(scheduler.submit(prompt(llm, word), Sampling(grammar=word_schema(word)), [], 40).results()).text
+                for word in words]
+
+    checked = make()
+    first = answers(checked)
+    assert checked.grammar_refusals > 0  # the best token was refused at least once: the fallback ran
+    assert [json.loads(text)["word"] for text in first] == words
+
+    whole_init = sampling.SequenceSampler.__init__
+
+    def whole_vocabulary(self, vocab, settings):  # the same sampler without the one-token check
+        whole_init(self, vocab, settings)
+        if self.greedy is not None:
+            self._llama.llama_sampler_free(self.greedy)
+            self.greedy = None
+
+    monkeypatch.setattr(sampling.SequenceSampler, "__init__", whole_vocabulary)
+    reference = make()
+    assert answers(reference) == first and reference.grammar_refusals == 0

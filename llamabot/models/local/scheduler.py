@@ -10,7 +10,8 @@ one batch per step (continuous batching).
   stalls their streams for long, and the whole ``n_batch`` when nobody decodes.
 - **Each sequence samples with its own chain** (greedy at temperature 0, else top-k/top-p/min-p/temperature/seed;
   a GBNF grammar for tool calls and JSON schemas), stops at an end-of-generation token, a stop string or
-  ``max_tokens``, and streams text as it is made (held back while it could still become a stop string).
+  ``max_tokens``, and streams text as it is made (held back while it could still become a stop string). Greedy
+  under a grammar checks the best token alone before the whole vocabulary (:mod:`.sampling`).
 - **Prefixes are shared**: a new request starts from the longest prefix of its prompt that any sequence already
   holds (its own retained tokens, or another sequence's, copied with ``llama_memory_seq_cp``: the KV cells are
   shared, not recomputed), or from the in-process/persistent prefix caches (:class:`PrefixPlan`); the prompt states
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llamabot.models.local.prefix_cache import PrefixState, common_prefix_length
+from llamabot.models.local.sampling import SequenceSampler
 
 
 class LocalGenerationError(RuntimeError):
@@ -131,7 +133,7 @@ class _Live:
     pending: list[int]  # prompt tokens not yet in the KV cache
     marks: list[tuple[int, str]]  # (position, "fixed"|"prompt"): save the state when the sequence holds this many
     prefix: str
-    sampler: Any = None
+    sampler: SequenceSampler | None = None
     generated: int = 0
     feed: int | None = None  # the last sampled token, decoded at the next step
     text: str = ""
@@ -169,6 +171,7 @@ class Scheduler:
         self.owner: list[_Live | None] = [None] * sequences
         self.decodes = 0  # llama_decode calls made (read by tests and benchmarks)
         self.peak = 0  # the most requests one llama_decode call carried (read by tests: did callers batch?)
+        self.grammar_refusals = 0  # greedy grammar steps that sampled the whole vocabulary again (read by tests)
         self._waiting: deque[Request] = deque()
         self._cond = threading.Condition()
         self._closing = False
@@ -401,30 +404,11 @@ class Scheduler:
         written = llama_cpp.llama_state_seq_get_data(self.ctx, buffer, size, seq)
         return PrefixState(tuple(self.seqs[seq]), bytes(memoryview(buffer)[:written]))
 
-    def _sampler(self, sampling: Sampling) -> Any:
-        import llama_cpp
-
-        chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
-        add = lambda sampler: llama_cpp.llama_sampler_chain_add(chain, sampler)  # noqa: E731
-        if sampling.repeat_penalty != 1.0:
-            add(llama_cpp.llama_sampler_init_penalties(
-                llama_cpp.llama_vocab_n_tokens(self.vocab), 64, sampling.repeat_penalty, 0.0, 0.0))
-        if sampling.grammar is not None:
-            grammar = llama_cpp.llama_sampler_init_grammar(self.vocab, sampling.grammar.encode(), b"root")
-            if not grammar:
-                llama_cpp.llama_sampler_free(chain)
-                raise LocalGenerationError("llama.cpp rejected the grammar for this request")
-            add(grammar)
-        if sampling.temperature <= 0:
-            add(llama_cpp.llama_sampler_init_greedy())
-        else:
-            add(llama_cpp.llama_sampler_init_top_k(sampling.top_k))
-            add(llama_cpp.llama_sampler_init_top_p(sampling.top_p, 1))
-            add(llama_cpp.llama_sampler_init_min_p(sampling.min_p, 1))
-            add(llama_cpp.llama_sampler_init_temp(sampling.temperature))
-            seed = llama_cpp.LLAMA_DEFAULT_SEED if sampling.seed is None else sampling.seed & 0xFFFFFFFF
-            add(llama_cpp.llama_sampler_init_dist(seed))
-        return chain
+    def _sampler(self, sampling: Sampling) -> SequenceSampler:
+        try:
+            return SequenceSampler(self.vocab, sampling)
+        except ValueError as exc:
+            raise LocalGenerationError(str(exc)) from None
 
     def _step(self, live: list[_Live]) -> None:
         """One llama_decode over every live sequence; then sample, stream and save prompt states."""
@@ -483,7 +467,7 @@ class Scheduler:
                 if position == held:
                     self._save(job, kind)
         for job, index in outputs:
-            self._accept(live, job, llama_cpp.llama_sampler_sample(job.sampler, self.ctx, index))
+            self._accept(live, job, job.sampler.sample(self.ctx, index))
 
     def _save(self, job: _Live, kind: str) -> None:
         plan = job.request.plan
@@ -531,14 +515,14 @@ class Scheduler:
 
     def _finish(self, live: list[_Live], job: _Live, reason: str = "", error: BaseException | None = None) -> None:
         """Take ``job`` out of the batch and free its sequence (its tokens stay for the next prompt to reuse)."""
-        import llama_cpp
 
         if job in live:
             live.remove(job)
         self.owner[job.seq] = None
         self.used[job.seq] = time.monotonic()
         if job.sampler is not None:
-            llama_cpp.llama_sampler_free(job.sampler)
+            self.grammar_refusals += job.sampler.refusals
+            job.sampler.free()
             job.sampler = None
         if error is not None:
             job.request.events.put(("error", error))
