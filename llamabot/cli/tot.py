@@ -43,6 +43,9 @@ PAIRS_OPTION = typer.Option(True, "--pair-steps/--no-pair-steps",
                                  "both steps of every pair (6 for three pairs, the default).")
 MAX_TOKENS_OPTION = typer.Option(512, "--max-tokens", help="Upper bound on each reply's length in tokens.")
 MAX_CALLS_OPTION = typer.Option(None, "--max-calls", min=2, help="Model-call budget (generate, evaluate, repair).")
+PARALLEL_OPTION = typer.Option(1, "--parallel", min=1,
+                               help="Frontier nodes expanded side by side in each wave (their calls are sent together; "
+                                    "the embedded model decodes them in one batch).")
 
 
 def _score_style(score: float | None) -> str:
@@ -66,8 +69,9 @@ def tree_view(machine: Any, streaming: str = "", describe: Callable[[tuple[str, 
         shown = describe(path_texts(machine, node.id)) if describe is not None else node.content
         text = Text(f"{'★ ' if node.id in on_path else ''}{shown} ", style="bold" if node.id in on_path else "")
         text.append(f"[{score}]", style=_score_style(node.score))
-        if node.id == machine.current_node_id and machine.status.value in ("generating", "evaluating"):
-            text.append(f"  ◀ {machine.status.value}", style="cyan")
+        expanding = next((e for e in machine.active if e.node_id == node.id), None)
+        if expanding is not None:
+            text.append(f"  ◀ {'generating' if expanding.phase == 'generation' else 'evaluating'}", style="cyan")
         if node.id in machine.closed_nodes:
             text.append("  (closed)", style="dim")
         return text
@@ -97,6 +101,7 @@ def tot_command(
     max_nodes: int = typer.Option(40, "--max-nodes", help="Hard cap on the nodes of the tree."),
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Wall-time budget (off by default)."),  # noqa: UP045
     max_calls: Optional[int] = MAX_CALLS_OPTION,  # noqa: UP045
+    parallel: int = PARALLEL_OPTION,
     verify: bool = VERIFY_OPTION,
     tries: bool = TRIES_OPTION,
     last_results: bool = RESULTS_OPTION,
@@ -131,7 +136,7 @@ def tot_command(
         "branching_factor": branching, "max_depth": depth, "traversal_strategy": strategy, "beam_width": beam,
         "max_nodes": max_nodes, "max_duration_ms": max_seconds * 1000 if max_seconds else None,
         "max_model_calls": max_calls, "min_depth": depth if is_game else min(2, depth),
-        "prefer_deeper": prefer_deeper,
+        "prefer_deeper": prefer_deeper, "parallel_expansions": parallel,
     }
     live = Live(console=console, refresh_per_second=8)
     state: dict[str, Any] = {"machine": None, "streamed": []}
@@ -204,6 +209,7 @@ def eval_tot_command(
         None, "--max-seconds", help="Wall-time budget of each ToT search (off by default: it depends on the machine)."
     ),
     max_calls: Optional[int] = typer.Option(14, "--max-calls", min=2, help="Model-call budget of each ToT search."),  # noqa: UP045
+    parallel: int = PARALLEL_OPTION,
     verify: bool = VERIFY_OPTION,
     tries: bool = TRIES_OPTION,
     last_results: bool = RESULTS_OPTION,
@@ -240,7 +246,8 @@ def eval_tot_command(
                 raise typer.Exit(2) from exc
     options = {"branching_factor": branching, "max_depth": depth, "min_depth": depth, "traversal_strategy": strategy,
                "beam_width": beam, "max_nodes": max_nodes, "max_model_calls": max_calls,
-               "max_duration_ms": max_seconds * 1000 if max_seconds else None, "prefer_deeper": prefer_deeper}
+               "max_duration_ms": max_seconds * 1000 if max_seconds else None, "prefer_deeper": prefer_deeper,
+               "parallel_expansions": parallel}
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console)
     task = progress.add_task("evaluating", total=len(puzzles) * len(chosen))

@@ -25,8 +25,8 @@ _EXPORTS: dict[str, str] = {
     "TerminationReason": "llamabot.reasoning.tot.machine",
     "new_machine": "llamabot.reasoning.tot.machine",
     "update": "llamabot.reasoning.tot.machine",
-    "to_dict": "llamabot.reasoning.tot.machine",
-    "from_dict": "llamabot.reasoning.tot.machine",
+    "to_dict": "llamabot.reasoning.tot.persist",
+    "from_dict": "llamabot.reasoning.tot.persist",
     "ToTResult": "llamabot.reasoning.tot.result",
     "build_result": "llamabot.reasoning.tot.result",
     "ToTPrompts": "llamabot.reasoning.tot.prompts",
@@ -48,14 +48,13 @@ if TYPE_CHECKING:
         Status,
         TerminationReason,
         ToTMachine,
-        from_dict,
         new_machine,
-        to_dict,
         update,
     )
     from llamabot.reasoning.tot.mermaid import tree_to_mermaid
     from llamabot.reasoning.tot.options import ToTError, ToTOptions
     from llamabot.reasoning.tot.parsing import parse_scores, parse_thoughts
+    from llamabot.reasoning.tot.persist import from_dict, to_dict
     from llamabot.reasoning.tot.prompts import ToTPrompts
     from llamabot.reasoning.tot.result import ToTResult, build_result
 

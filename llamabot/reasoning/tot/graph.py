@@ -86,7 +86,7 @@ class ToTBot(GraphBot):
         self.model_name = self.model.name
         self.stream_target = stream_target
         self.on_step = on_step
-        call = {"json_output": json_output, "completion_kwargs": settings}
+        call = {"json_output": json_output, "completion_kwargs": settings, "limit": self.options.parallel_expansions}
         self.generate_node = ThoughtCallNode("generate", self.model, prompts, **call)
         self.evaluate_node = ThoughtCallNode("evaluate", self.model, prompts, **call)
         self.expand_node = ExpandNode(goal_test, step_check=prompts.step_rules if check_steps else None)
@@ -100,8 +100,8 @@ class ToTBot(GraphBot):
         return {"problem": problem}
 
     def new_state(self, problem: str, trace: Trace, options: dict[str, Any]) -> dict[str, Any]:
-        return {"machine": new_machine(self.options), "message": Start(problem, f"tot-{trace.trace_id[:8]}"),
-                "directive": None}
+        return {"machine": new_machine(self.options), "messages": [Start(problem, f"tot-{trace.trace_id[:8]}")],
+                "directives": []}
 
     def run_values(self, options: dict[str, Any]) -> dict[str, Any]:
         return {"stream_target": self.stream_target}

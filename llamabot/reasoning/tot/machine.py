@@ -6,7 +6,9 @@ the caller passes the time in ``env.now_ms``. States and allowed transitions are
 One search: ``start`` creates the root and asks for ``branching_factor`` thoughts; the reply's thoughts are sent
 for evaluation; the scored thoughts become children; then the machine stops (a trusted goal test accepted a
 thought, a score reached ``early_success_threshold``, a budget ran out, the best score converged) or expands
-the next frontier node. Three seed weaknesses are fixed (see ``docs/design/tot/LLD.md``): reaching
+the next frontier node (``parallel_expansions`` > 1: the next *wave*, up to that many of the best frontier nodes
+expanded side by side, each with its own calls; the next wave starts once every expansion of this one has ended,
+so results do not depend on which reply comes first). Three seed weaknesses are fixed (see ``docs/design/tot/LLD.md``): reaching
 ``max_depth`` closes that branch only; an unreadable score uses the retry budget before any fallback; the
 evaluator sees the problem and the path.
 """
@@ -14,7 +16,7 @@ evaluator sees the problem and the path.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from types import MappingProxyType
 from typing import Any
@@ -33,6 +35,7 @@ from llamabot.reasoning.tot.messages import (
     ThoughtEntry,
     ThoughtsEvaluated,
     ThoughtsGenerated,
+    add_usage,
 )
 from llamabot.reasoning.tot.options import ToTError, ToTOptions, Traversal, with_options
 from llamabot.reasoning.tot.parsing import parse_scores, parse_thoughts
@@ -43,13 +46,14 @@ from llamabot.reasoning.tot.tree import (
     get_children,
     get_node,
     get_path_to_node,
+    grow_frontier,
     ranked_leaves,
 )
 
 __all__ = [
-    "BUSY", "TRANSITIONS", "Env", "Status", "TerminationReason", "ToTError", "ToTMachine", "ToTOptions",
-    "Traversal", "find_best_leaf", "find_leaves", "from_dict", "get_children", "get_node", "get_path_to_node",
-    "model_calls", "new_machine", "parse_scores", "parse_thoughts", "path_texts", "ranked_leaves", "to_dict", "update",
+    "BUSY", "TRANSITIONS", "Env", "Expansion", "Status", "TerminationReason", "ToTError", "ToTMachine", "ToTOptions",
+    "Traversal", "find_best_leaf", "find_leaves", "get_children", "get_node", "get_path_to_node",
+    "model_calls", "new_machine", "parse_scores", "parse_thoughts", "path_texts", "ranked_leaves", "update",
 ]
 
 FALLBACK_SCORE = 0.5  # the seed's score for a thought whose score could not be read, once retries are spent
@@ -77,10 +81,12 @@ class TerminationReason(str, Enum):
 
 S = Status
 #: The allowed transitions. A parse retry stays in its state; ``generating -> expanding`` closes a node
-#: whose thoughts could not be read; ``expanding`` is transient (never seen between two updates).
+#: whose thoughts could not be read; ``expanding`` is transient (never seen between two updates). With several
+#: expansions in a wave the status is ``generating`` while any of them waits for thoughts, else ``evaluating``;
+#: so ``generating -> completed`` is an answer found by one expansion while another still generates.
 TRANSITIONS: Mapping[Status, frozenset[Status]] = MappingProxyType({
     S.IDLE: frozenset({S.GENERATING}),
-    S.GENERATING: frozenset({S.EVALUATING, S.EXPANDING, S.ERROR}),
+    S.GENERATING: frozenset({S.EVALUATING, S.EXPANDING, S.COMPLETED, S.ERROR}),
     S.EVALUATING: frozenset({S.EXPANDING, S.COMPLETED, S.ERROR}),
     S.EXPANDING: frozenset({S.GENERATING, S.COMPLETED, S.ERROR}),
     S.COMPLETED: frozenset(),
@@ -102,6 +108,20 @@ class Env:
     step_check: Callable[[str, tuple[str, ...], str], str | None] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Expansion:
+    """One node being expanded: its generation call, then its evaluation call, and their repairs. ``call_id`` is
+    the call in flight; ``count`` the thoughts asked for; ``pending_thoughts`` the thoughts being evaluated."""
+
+    node_id: str
+    call_id: str
+    phase: Phase = "generation"
+    count: int = 0
+    pending_thoughts: tuple[ThoughtEntry, ...] = ()
+    request_retries: int = 0  # repair calls spent on the current generate/evaluate request
+    streaming_text: str = ""
+
+
 @dataclass(frozen=True)
 class ToTMachine:
     """The whole state of one search. Immutable: :func:`update` returns a new machine."""
@@ -111,20 +131,17 @@ class ToTMachine:
     prompt: str | None = None
     nodes: dict[str, ThoughtNode] = field(default_factory=dict)
     root_id: str | None = None
-    current_node_id: str | None = None
-    current_call_id: str | None = None
-    pending_thoughts: tuple[ThoughtEntry, ...] = ()
+    active: tuple[Expansion, ...] = ()  # the expansions in flight (at most ``parallel_expansions``)
+    abandoned_calls: tuple[str, ...] = ()  # calls in flight when the search ended: only their usage is still read
     frontier: tuple[str, ...] = ()
     solution_path: tuple[str, ...] = ()
     termination_reason: TerminationReason | None = None
     error: str | None = None
-    streaming_text: str = ""
     usage: dict[str, int] = field(default_factory=dict)
     started_at_ms: float | None = None
     finished_at_ms: float | None = None
     parser_mode: str | None = None
     parse_retries: dict[str, int] = field(default_factory=lambda: {"generation": 0, "evaluation": 0})
-    request_retries: int = 0  # repair calls spent on the current generate/evaluate request
     parser_errors: tuple[str, ...] = ()
     recent_best_scores: tuple[float, ...] = ()
     closed_nodes: tuple[str, ...] = ()  # nodes whose thoughts could not be read: branches closed
@@ -132,6 +149,23 @@ class ToTMachine:
     run_id: str | None = None  # the start call id; later call ids are ``<run_id>.<n>``
     node_seq: int = 0
     call_seq: int = 0
+
+    # The first expansion in flight, as the seed's one-at-a-time machine named it.
+    @property
+    def current_node_id(self) -> str | None:
+        return self.active[0].node_id if self.active else None
+
+    @property
+    def current_call_id(self) -> str | None:
+        return self.active[0].call_id if self.active else None
+
+    @property
+    def pending_thoughts(self) -> tuple[ThoughtEntry, ...]:
+        return self.active[0].pending_thoughts if self.active else ()
+
+    @property
+    def streaming_text(self) -> str:
+        return self.active[0].streaming_text if self.active else ""
 
 
 def new_machine(options: ToTOptions | None = None, **option_values: Any) -> ToTMachine:
@@ -149,32 +183,38 @@ def path_texts(machine: ToTMachine, node_id: str) -> tuple[str, ...]:
 
 def update(machine: ToTMachine, msg: Message, env: Env | None = None) -> tuple[ToTMachine, list[Directive]]:
     """Apply ``msg``; return the new machine and the directives to perform. Stale call ids and messages that
-    do not fit the current state are ignored (``(machine, [])``); ``start`` while busy gets ``request_error``."""
+    do not fit the current state are ignored (``(machine, [])``); ``start`` while busy gets ``request_error``.
+    The reply to a call abandoned when the search ended adds its token usage and nothing else."""
     env = env or Env()
     if isinstance(msg, Start):
         return _on_start(machine, msg, env)
     if not isinstance(msg, (ThoughtsGenerated, ThoughtsEvaluated, LLMResult, LLMPartial)):
         raise ToTError(f"not a Tree-of-Thoughts message: {msg!r}")
-    if machine.status not in (S.GENERATING, S.EVALUATING) or msg.call_id != machine.current_call_id:
+    if isinstance(msg, LLMResult) and msg.call_id in machine.abandoned_calls:
+        left = tuple(c for c in machine.abandoned_calls if c != msg.call_id)
+        return replace(machine, usage=add_usage(machine.usage, msg.usage), abandoned_calls=left), []
+    i = next((i for i, e in enumerate(machine.active) if e.call_id == msg.call_id), None)
+    if machine.status not in (S.GENERATING, S.EVALUATING) or i is None:
         return machine, []
+    exp = machine.active[i]
     if isinstance(msg, LLMPartial):
         if msg.chunk_type != "content" or not isinstance(msg.delta, str):
             return machine, []
-        return replace(machine, streaming_text=machine.streaming_text + msg.delta), []
+        return _set(machine, i, replace(exp, streaming_text=exp.streaming_text + msg.delta)), []
     if isinstance(msg, LLMResult):
-        m = replace(machine, usage=_add_usage(machine.usage, msg.usage), streaming_text="")
+        m = _set(replace(machine, usage=add_usage(machine.usage, msg.usage)), i, replace(exp, streaming_text=""))
         if not msg.ok:
-            return _fail(m, f"model call failed: {msg.error}", env)
-        text = msg.text if msg.text else machine.streaming_text
-        if m.status is S.GENERATING:
+            return _fail(_drop(m, i), f"model call failed: {msg.error}", env)
+        text = msg.text if msg.text else exp.streaming_text
+        if exp.phase == "generation":
             thoughts, mode = parse_thoughts(text)
-            return _on_thoughts(replace(m, parser_mode=mode), thoughts, text, env)
-        scores, mode = parse_scores(text, m.pending_thoughts)
-        return _on_scores(replace(m, parser_mode=mode), scores, text, env)
-    if isinstance(msg, ThoughtsGenerated) and machine.status is S.GENERATING:
-        return _on_thoughts(machine, list(msg.thoughts), None, env)
-    if isinstance(msg, ThoughtsEvaluated) and machine.status is S.EVALUATING:
-        return _on_scores(machine, dict(msg.scores), None, env)
+            return _on_thoughts(replace(m, parser_mode=mode), i, thoughts, text, env)
+        scores, mode = parse_scores(text, exp.pending_thoughts)
+        return _on_scores(replace(m, parser_mode=mode), i, scores, text, env)
+    if isinstance(msg, ThoughtsGenerated) and exp.phase == "generation":
+        return _on_thoughts(machine, i, list(msg.thoughts), None, env)
+    if isinstance(msg, ThoughtsEvaluated) and exp.phase == "evaluation":
+        return _on_scores(machine, i, dict(msg.scores), None, env)
     return machine, []
 
 
@@ -182,6 +222,21 @@ def _goto(m: ToTMachine, status: Status, **changes: Any) -> ToTMachine:
     if status is not m.status and status not in TRANSITIONS[m.status]:
         raise ToTError(f"illegal transition {m.status.value} -> {status.value} (a bug in the machine)")
     return replace(m, status=status, **changes)
+
+
+def _busy(active: tuple[Expansion, ...]) -> Status:
+    return S.GENERATING if any(e.phase == "generation" for e in active) else S.EVALUATING
+
+
+def _set(m: ToTMachine, i: int, exp: Expansion) -> ToTMachine:
+    """Expansion ``i`` replaced by ``exp``; the status follows the expansions' phases."""
+    active = (*m.active[:i], exp, *m.active[i + 1:])
+    return _goto(m, _busy(active), active=active)
+
+
+def _drop(m: ToTMachine, i: int) -> ToTMachine:
+    """Expansion ``i`` ended (the status is left for what comes next)."""
+    return replace(m, active=(*m.active[:i], *m.active[i + 1:]))
 
 
 def _on_start(m: ToTMachine, msg: Start, env: Env) -> tuple[ToTMachine, list[Directive]]:
@@ -193,14 +248,15 @@ def _on_start(m: ToTMachine, msg: Start, env: Env) -> tuple[ToTMachine, list[Dir
         return m, [RequestError(msg.call_id, "invalid", "the problem (start prompt) is empty")]
     root = ThoughtNode("n0", None, msg.prompt, None, (), 0)
     fresh = ToTMachine(options=m.options)
+    count = _request_count(fresh.options, 1)
     m = _goto(fresh, S.GENERATING, prompt=msg.prompt, nodes={root.id: root}, root_id=root.id,
-              current_node_id=root.id, current_call_id=msg.call_id, started_at_ms=env.now_ms, node_seq=1,
+              active=(Expansion(root.id, msg.call_id, "generation", count),), started_at_ms=env.now_ms, node_seq=1,
               run_id=msg.call_id)
-    return m, [GenerateThoughts(msg.call_id, root.id, msg.prompt, (), _request_count(m))]
+    return m, [GenerateThoughts(msg.call_id, root.id, msg.prompt, (), count)]
 
 
-def _request_count(m: ToTMachine) -> int:
-    return max(0, min(m.options.branching_factor, m.options.max_nodes - len(m.nodes)))
+def _request_count(o: ToTOptions, nodes: int) -> int:
+    return max(0, min(o.branching_factor, o.max_nodes - nodes))
 
 
 def model_calls(m: ToTMachine) -> int:
@@ -218,36 +274,37 @@ def _call_id(m: ToTMachine) -> tuple[ToTMachine, str]:
     return replace(m, call_seq=seq), f"{m.run_id}.{seq}"
 
 
-def _current_request(m: ToTMachine) -> GenerateThoughts | EvaluateThoughts:
-    node_id = m.current_node_id or ""
-    path = path_texts(m, node_id)
-    if m.status is S.GENERATING:
-        return GenerateThoughts(m.current_call_id or "", node_id, m.prompt or "", path, _request_count(m))
-    return EvaluateThoughts(m.current_call_id or "", node_id, m.prompt or "", path, m.pending_thoughts)
+def _request(m: ToTMachine, exp: Expansion) -> GenerateThoughts | EvaluateThoughts:
+    path = path_texts(m, exp.node_id)
+    if exp.phase == "generation":
+        return GenerateThoughts(exp.call_id, exp.node_id, m.prompt or "", path, exp.count)
+    return EvaluateThoughts(exp.call_id, exp.node_id, m.prompt or "", path, exp.pending_thoughts)
 
 
-def _can_retry(m: ToTMachine, phase: Phase) -> bool:
-    """A repair call is left in the retry budget and, with the evaluation a generation still needs, in the
-    model-call budget."""
+def _can_retry(m: ToTMachine, i: int, phase: Phase) -> bool:
+    """A repair call is left in the retry budget and, with the evaluations this expansion and the others of its
+    wave still need, in the model-call budget."""
     left = _calls_left(m)
-    needed = 2 if phase == "generation" else 1
-    return m.request_retries < m.options.max_parse_retries and (left is None or left >= needed)
+    needed = (2 if phase == "generation" else 1) + sum(
+        1 for j, e in enumerate(m.active) if j != i and e.phase == "generation")
+    return m.active[i].request_retries < m.options.max_parse_retries and (left is None or left >= needed)
 
 
-def _retry(m: ToTMachine, phase: Phase, raw: str | None, error: str) -> tuple[ToTMachine, list[Directive]]:
-    request = _current_request(m)
+def _retry(m: ToTMachine, i: int, phase: Phase, raw: str | None, error: str) -> tuple[ToTMachine, list[Directive]]:
+    exp = m.active[i]
+    request = _request(m, exp)
     m, call_id = _call_id(m)
     m = replace(
-        m,
-        current_call_id=call_id,
-        request_retries=m.request_retries + 1,
+        _set(m, i, replace(exp, call_id=call_id, request_retries=exp.request_retries + 1)),
         parse_retries={**m.parse_retries, phase: m.parse_retries.get(phase, 0) + 1},
         parser_errors=(*m.parser_errors, f"{phase}_parse_retry"),
     )
     return m, [CallLLMStream(call_id, phase, request, raw or "", error)]
 
 
-def _on_thoughts(m: ToTMachine, thoughts: list[str], raw: str | None, env: Env) -> tuple[ToTMachine, list[Directive]]:
+def _on_thoughts(m: ToTMachine, i: int, thoughts: list[str], raw: str | None,
+                 env: Env) -> tuple[ToTMachine, list[Directive]]:
+    exp = m.active[i]
     seen: set[str] = set()
     cleaned = []
     for thought in thoughts:
@@ -256,50 +313,51 @@ def _on_thoughts(m: ToTMachine, thoughts: list[str], raw: str | None, env: Env) 
             seen.add(text)
             cleaned.append(text)
     if env.step_check is not None and cleaned:
-        path = path_texts(m, m.current_node_id or "")
+        path = path_texts(m, exp.node_id)
         verdicts = [(text, env.step_check(m.prompt or "", path, text)) for text in cleaned]
         broken = [reason for _, reason in verdicts if reason]
         cleaned = [text for text, reason in verdicts if not reason]
         if broken:
             m = replace(m, rejected_steps=(*m.rejected_steps, *broken))
-        if not cleaned and _can_retry(m, "generation"):
-            return _retry(m, "generation", raw, "every proposed step breaks the rules: " + "; ".join(broken[:3]))
-    cleaned = cleaned[: _request_count(m)]
+        if not cleaned and _can_retry(m, i, "generation"):
+            return _retry(m, i, "generation", raw, "every proposed step breaks the rules: " + "; ".join(broken[:3]))
+    cleaned = cleaned[: exp.count]
     if not cleaned:
-        if _can_retry(m, "generation"):
-            return _retry(m, "generation", raw, "no thoughts could be read from the reply")
+        if _can_retry(m, i, "generation"):
+            return _retry(m, i, "generation", raw, "no thoughts could be read from the reply")
         # Close this branch and go on with the frontier (the seed ended the whole search in error).
         m = replace(m, parser_errors=(*m.parser_errors, "generation_parse_failed"),
-                    closed_nodes=(*m.closed_nodes, m.current_node_id or ""))
-        return _expand(_goto(m, S.EXPANDING), env)
-    entries = tuple(ThoughtEntry(f"t{i}", text) for i, text in enumerate(cleaned, 1))
+                    closed_nodes=(*m.closed_nodes, exp.node_id))
+        return _next(_drop(m, i), env)
+    entries = tuple(ThoughtEntry(f"t{k}", text) for k, text in enumerate(cleaned, 1))
     m, call_id = _call_id(m)
-    m = _goto(m, S.EVALUATING, pending_thoughts=entries, current_call_id=call_id, request_retries=0)
-    node_id = m.current_node_id or ""
-    return m, [EvaluateThoughts(call_id, node_id, m.prompt or "", path_texts(m, node_id), entries)]
+    m = _set(m, i, replace(exp, phase="evaluation", call_id=call_id, pending_thoughts=entries, request_retries=0))
+    return m, [EvaluateThoughts(call_id, exp.node_id, m.prompt or "", path_texts(m, exp.node_id), entries)]
 
 
-def _on_scores(m: ToTMachine, scores: dict[str, Any], raw: str | None, env: Env) -> tuple[ToTMachine, list[Directive]]:
+def _on_scores(m: ToTMachine, i: int, scores: dict[str, Any], raw: str | None,
+               env: Env) -> tuple[ToTMachine, list[Directive]]:
+    exp = m.active[i]
     clean = {}
     for key, value in scores.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:  # not NaN
             clean[key] = min(max(float(value), 0.0), 1.0)
-    missing = [t.id for t in m.pending_thoughts if t.id not in clean]
-    if missing and _can_retry(m, "evaluation"):
-        return _retry(m, "evaluation", raw, f"no score could be read for {', '.join(missing)}")
+    missing = [t.id for t in exp.pending_thoughts if t.id not in clean]
+    if missing and _can_retry(m, i, "evaluation"):
+        return _retry(m, i, "evaluation", raw, f"no score could be read for {', '.join(missing)}")
     if missing:  # the retry budget is spent: the seed's fallback score, recorded in the diagnostics
         m = replace(m, parser_errors=(*m.parser_errors, "evaluation_fallback"),
-                    parser_mode="default" if len(missing) == len(m.pending_thoughts) else m.parser_mode)
-    parent = m.nodes[m.current_node_id or ""]
+                    parser_mode="default" if len(missing) == len(exp.pending_thoughts) else m.parser_mode)
+    parent = m.nodes[exp.node_id]
     nodes = dict(m.nodes)
     child_ids = []
-    for entry in m.pending_thoughts[: max(0, m.options.max_nodes - len(nodes))]:
+    for entry in exp.pending_thoughts[: max(0, m.options.max_nodes - len(nodes))]:
         node_id = f"n{m.node_seq + len(child_ids)}"
         nodes[node_id] = ThoughtNode(node_id, parent.id, entry.content, clean.get(entry.id, FALLBACK_SCORE), (),
                                      parent.depth + 1)
         child_ids.append(node_id)
     nodes[parent.id] = replace(parent, children=(*parent.children, *child_ids))
-    m = replace(m, nodes=nodes, node_seq=m.node_seq + len(child_ids), pending_thoughts=(), request_retries=0)
+    m = _drop(replace(m, nodes=nodes, node_seq=m.node_seq + len(child_ids)), i)
     return _after_evaluation(m, [nodes[c] for c in child_ids], env)
 
 
@@ -319,7 +377,14 @@ def _after_evaluation(m: ToTMachine, children: list[ThoughtNode], env: Env) -> t
     if _converged(m):
         return _complete(m, TerminationReason.CONVERGED, None, env)
     open_children = [c.id for c in children if c.depth < o.max_depth]  # a child at max_depth closes its branch
-    return _expand(_goto(m, S.EXPANDING, frontier=_grow_frontier(m, open_children)), env)
+    return _next(replace(m, frontier=grow_frontier(m.nodes, m.frontier, open_children, m.options)), env)
+
+
+def _next(m: ToTMachine, env: Env) -> tuple[ToTMachine, list[Directive]]:
+    """After an expansion ended: wait for the rest of its wave, or start the next wave."""
+    if m.active:
+        return _goto(m, _busy(m.active)), []
+    return _expand(_goto(m, S.EXPANDING), env)
 
 
 def _converged(m: ToTMachine) -> bool:
@@ -327,20 +392,8 @@ def _converged(m: ToTMachine) -> bool:
     return window > 1 and len(scores) >= window and scores[-1] - scores[0] < m.options.min_score_improvement
 
 
-def _grow_frontier(m: ToTMachine, new: list[str]) -> tuple[str, ...]:
-    strategy = m.options.traversal_strategy
-    if strategy is Traversal.BFS:
-        return (*m.frontier, *new)
-    if strategy is Traversal.DFS:
-        return (*new, *m.frontier)
-    nodes, deeper = m.nodes, m.options.prefer_deeper  # prefer_deeper: among equal scores, the deeper node first
-    ranked = sorted((*m.frontier, *new),  # stable: other ties keep frontier order
-                    key=lambda node_id: (-(nodes[node_id].score or 0.0), -nodes[node_id].depth if deeper else 0))
-    width = m.options.beam_width
-    return tuple(ranked[:width] if width else ranked)
-
-
 def _expand(m: ToTMachine, env: Env) -> tuple[ToTMachine, list[Directive]]:
+    """Start a wave: up to ``parallel_expansions`` frontier nodes, best first, as many as the budgets fit."""
     o = m.options
     if len(m.nodes) >= o.max_nodes:
         return _complete(m, TerminationReason.MAX_NODES, None, env)
@@ -351,11 +404,17 @@ def _expand(m: ToTMachine, env: Env) -> tuple[ToTMachine, list[Directive]]:
         return _complete(m, TerminationReason.MAX_MODEL_CALLS, None, env)
     if not m.frontier:
         return _complete(m, TerminationReason.MAX_DEPTH, None, env)
-    node_id, rest = m.frontier[0], m.frontier[1:]
-    m, call_id = _call_id(m)
-    m = _goto(m, S.GENERATING, frontier=rest, current_node_id=node_id, current_call_id=call_id,
-              request_retries=0, streaming_text="")
-    return m, [GenerateThoughts(call_id, node_id, m.prompt or "", path_texts(m, node_id), _request_count(m))]
+    wave = o.parallel_expansions if left is None else min(o.parallel_expansions, left // 2)
+    active: list[Expansion] = []
+    directives: list[Directive] = []
+    frontier, nodes = m.frontier, len(m.nodes)
+    while frontier and len(active) < wave and (count := _request_count(o, nodes)) > 0:
+        node_id, frontier = frontier[0], frontier[1:]
+        nodes += count  # the nodes this expansion may add are held for it
+        m, call_id = _call_id(m)
+        active.append(Expansion(node_id, call_id, "generation", count))
+        directives.append(GenerateThoughts(call_id, node_id, m.prompt or "", path_texts(m, node_id), count))
+    return _goto(m, S.GENERATING, frontier=frontier, active=tuple(active)), directives
 
 
 def _elapsed(m: ToTMachine, env: Env) -> float | None:
@@ -372,73 +431,14 @@ def _complete(m: ToTMachine, reason: TerminationReason, node_id: str | None, env
         node_id = best.id
     path = tuple(node.id for node in get_path_to_node(m, node_id))
     return _goto(m, S.COMPLETED, termination_reason=reason, solution_path=path, finished_at_ms=env.now_ms,
-                 current_call_id=None, pending_thoughts=()), []
+                 **_ended(m)), []
 
 
 def _fail(m: ToTMachine, error: str, env: Env) -> tuple[ToTMachine, list[Directive]]:
     return _goto(m, S.ERROR, termination_reason=TerminationReason.ERROR, error=error, finished_at_ms=env.now_ms,
-                 current_call_id=None, pending_thoughts=()), []
+                 **_ended(m)), []
 
 
-def _add_usage(total: Mapping[str, int], extra: Mapping[str, int] | None) -> dict[str, int]:
-    """Sum token counts key by key; ``total_tokens`` is derived when a reply does not give it."""
-    if not extra:
-        return dict(total)
-    merged = dict(total)
-    numbers = {k: int(v) for k, v in extra.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    if "total_tokens" not in numbers:
-        numbers["total_tokens"] = numbers.get("prompt_tokens", 0) + numbers.get("completion_tokens", 0)
-    for key, value in numbers.items():
-        merged[key] = merged.get(key, 0) + value
-    return merged
-
-
-# -- persistence --------------------------------------------------------------------------------------------
-
-
-def to_dict(machine: ToTMachine) -> dict[str, Any]:
-    """A JSON-ready dict of the whole machine (the seed's ``to_map``); :func:`from_dict` restores it."""
-    data: dict[str, Any] = {}
-    for f in fields(machine):
-        value = getattr(machine, f.name)
-        if f.name == "options":
-            value = value.to_dict()
-        elif f.name == "nodes":
-            value = [node.to_dict() for node in value.values()]
-        elif f.name == "pending_thoughts":
-            value = [{"id": t.id, "content": t.content} for t in value]
-        elif isinstance(value, Enum):
-            value = value.value
-        elif isinstance(value, tuple):
-            value = list(value)
-        elif isinstance(value, dict):
-            value = dict(value)
-        data[f.name] = value
-    return data
-
-
-def from_dict(data: Mapping[str, Any]) -> ToTMachine:
-    """Rebuild a machine saved by :func:`to_dict` (the seed's ``from_map``). Missing keys take defaults;
-    an unknown status, reason or option raises :class:`ToTError` naming it."""
-    try:
-        options = ToTOptions(**dict(data.get("options") or {}))
-        status = Status(data.get("status") or "idle")
-        reason = data.get("termination_reason")
-        values: dict[str, Any] = {k: data[k] for k in (f.name for f in fields(ToTMachine)) if k in data}
-        values.update(
-            options=options,
-            status=status,
-            termination_reason=TerminationReason(reason) if reason else None,
-            nodes={n["id"]: ThoughtNode.from_dict(n) for n in data.get("nodes") or []},
-            pending_thoughts=tuple(ThoughtEntry(t["id"], t["content"]) for t in data.get("pending_thoughts") or []),
-            usage=dict(data.get("usage") or {}),
-            parse_retries={"generation": 0, "evaluation": 0, **dict(data.get("parse_retries") or {})},
-        )
-        for name in ("frontier", "solution_path", "parser_errors", "recent_best_scores", "closed_nodes",
-                     "rejected_steps"):
-            values[name] = tuple(data.get(name) or ())
-        return ToTMachine(**values)
-    except (TypeError, ValueError, KeyError) as exc:
-        if isinstance(exc, ToTError):
-            raise
-        raise ToTError(f"cannot restore a ToT machine from this dict: {type(exc).__name__}: {exc}") from exc
+def _ended(m: ToTMachine) -> dict[str, Any]:
+    """The expansions still in flight when a search ends: their calls are abandoned (only usage is read)."""
+    return {"active": (), "abandoned_calls": (*m.abandoned_calls, *(e.call_id for e in m.active))}

@@ -141,3 +141,16 @@ def phase_of(directive: ModelDirective) -> Phase:
     if isinstance(directive, CallLLMStream):
         return directive.phase
     return "generation" if isinstance(directive, GenerateThoughts) else "evaluation"
+
+
+def add_usage(total: Mapping[str, int], extra: Mapping[str, int] | None) -> dict[str, int]:
+    """Sum token counts key by key; ``total_tokens`` is derived when a reply does not give it."""
+    if not extra:
+        return dict(total)
+    merged = dict(total)
+    numbers = {k: int(v) for k, v in extra.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if "total_tokens" not in numbers:
+        numbers["total_tokens"] = numbers.get("prompt_tokens", 0) + numbers.get("completion_tokens", 0)
+    for key, value in numbers.items():
+        merged[key] = merged.get(key, 0) + value
+    return merged

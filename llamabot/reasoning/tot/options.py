@@ -28,7 +28,9 @@ class ToTOptions:
     search never starts an expansion it cannot finish within it) bound a search the same way on any machine;
     ``max_duration_ms`` (wall clock, off by default) depends on the machine's speed.
     ``prefer_deeper``: best-first breaks ties between equal scores in favour of the deeper node (the search goes
-    down a tied branch before it opens the next); off: the older node first."""
+    down a tied branch before it opens the next); off: the older node first.
+    ``parallel_expansions``: how many of the best frontier nodes one wave expands side by side (their model calls
+    are sent together, so a batching model serves them at once); 1 expands one node at a time."""
 
     branching_factor: int = 3
     max_depth: int = 3
@@ -44,6 +46,7 @@ class ToTOptions:
     min_score_improvement: float = 0.02
     max_parse_retries: int = 1
     prefer_deeper: bool = False
+    parallel_expansions: int = 1
 
     def __post_init__(self) -> None:
         try:
@@ -53,7 +56,8 @@ class ToTOptions:
                 f"traversal_strategy must be one of {[t.value for t in Traversal]}, got {self.traversal_strategy!r}"
             ) from None
         minimums = {"branching_factor": 1, "max_depth": 1, "top_k": 1, "min_depth": 0, "max_nodes": 2,
-                    "convergence_window": 1, "max_parse_retries": 0}
+                    "convergence_window": 1, "max_parse_retries": 0,
+                    "parallel_expansions": 1}
         for name, low in minimums.items():
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:

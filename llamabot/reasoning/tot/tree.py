@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from llamabot.reasoning.tot.options import ToTOptions, Traversal
+
 
 @dataclass(frozen=True, slots=True)
 class ThoughtNode:
@@ -104,3 +106,20 @@ def find_best_leaf(tree: HasNodes, min_depth: int | None = None) -> ThoughtNode 
         min_depth = getattr(getattr(tree, "options", None), "min_depth", 0)
     ranked = ranked_leaves(tree, min_depth)
     return ranked[0] if ranked else None
+
+
+def grow_frontier(nodes: Mapping[str, ThoughtNode], frontier: tuple[str, ...], new: list[str],
+                  options: ToTOptions) -> tuple[str, ...]:
+    """The frontier with ``new`` node ids added as the traversal strategy orders it: ``bfs`` appends, ``dfs``
+    prepends, ``best_first`` sorts stably by score (ties: the older node first, or the deeper one with
+    ``prefer_deeper``) and keeps ``beam_width``."""
+    strategy = options.traversal_strategy
+    if strategy is Traversal.BFS:
+        return (*frontier, *new)
+    if strategy is Traversal.DFS:
+        return (*new, *frontier)
+    deeper = options.prefer_deeper
+    ranked = sorted((*frontier, *new),  # stable: other ties keep frontier order
+                    key=lambda node_id: (-(nodes[node_id].score or 0.0), -nodes[node_id].depth if deeper else 0))
+    width = options.beam_width
+    return tuple(ranked[:width] if width else ranked)

@@ -187,3 +187,37 @@ def test_tot_viz_010_the_explored_tree_renders_as_mermaid_with_scores_and_the_so
     assert 'n2["b<br/>score 0.75"]' in source and 'n3["c<br/>score 0.50"]' in source
     assert "class n0,n2,n3 solution" in source and "linkStyle 1,2 stroke:#2e7d32" in source
     assert diagram._repr_markdown_().startswith("```mermaid\n")
+
+
+def _overlapping(trace) -> int:
+    """The most model calls of a run in flight at one moment (from their spans)."""
+    spans = trace.of_kind("model_call")
+    return max(sum(1 for o in spans if o.start < s.end and s.start < o.end) for s in spans)
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_tot_drv_100_a_wave_sends_its_calls_side_by_side_and_finds_the_same_answer_either_way(flavour):
+    """TOT-DRV-100: with ``parallel_expansions`` a round's model calls overlap (threads in a sync run, tasks in an
+    async one); the replies are applied in the order the machine asked, so both runs make the same calls."""
+    bot = ToTBot(model=oracle_model(latency_s=0.05), parallel_expansions=3, branching_factor=2, **GAME)
+    result = bot("4 9 10 13") if flavour == "sync" else asyncio.run(bot.arun("4 9 10 13"))
+    reference_bot = ToTBot(model=oracle_model(), parallel_expansions=3, branching_factor=2, **GAME)
+    reference = reference_bot("4 9 10 13")
+    assert result.answer == reference.answer and check_game24("4 9 10 13", result.answer)
+    assert result.solution_path == reference.solution_path and result.usage == reference.usage
+    rounds = bot.last_trace.of_kind("tot_step")
+    assert max(s.attributes["calls"] for s in rounds) > 1  # a wave: more than one expansion at once
+    assert _overlapping(bot.last_trace) > 1  # ... and their calls ran at the same time
+    one_at_a_time = ToTBot(model=oracle_model(latency_s=0.05), branching_factor=2, **GAME)
+    one_at_a_time("4 9 10 13")
+    assert _overlapping(one_at_a_time.last_trace) == 1
+
+
+def test_tot_drv_100_concurrent_streams_of_a_wave_reach_the_target_whole():
+    pieces: list[str] = []
+    bot = ToTBot(model=oracle_model(latency_s=0.01), parallel_expansions=2, branching_factor=2,
+                 stream_target=pieces.append, **GAME)
+    result = bot("4 9 10 13")
+    assert result.answer is not None
+    replies = [s.attributes["reply"].content for s in bot.last_trace.of_kind("model_call")]
+    assert sorted("".join(pieces)) == sorted("".join(replies))  # every piece of every call, none lost

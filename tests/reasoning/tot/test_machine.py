@@ -15,10 +15,8 @@ from llamabot.reasoning.tot.machine import (
     TerminationReason,
     ToTError,
     ToTOptions,
-    from_dict,
     get_children,
     new_machine,
-    to_dict,
     update,
 )
 from llamabot.reasoning.tot.messages import (
@@ -32,6 +30,7 @@ from llamabot.reasoning.tot.messages import (
     ThoughtsEvaluated,
     ThoughtsGenerated,
 )
+from llamabot.reasoning.tot.persist import from_dict, to_dict
 from llamabot.reasoning.tot.result import build_result
 from llamabot.reasoning.tot.tree import ThoughtNode
 
@@ -52,7 +51,7 @@ def test_tot_mach_010_a_new_machine_is_idle_and_only_the_allowed_transitions_exi
     assert machine.status is Status.IDLE and machine.nodes == {} and machine.termination_reason is None
     assert set(TRANSITIONS) == set(Status)
     assert TRANSITIONS[Status.IDLE] == {Status.GENERATING}
-    assert TRANSITIONS[Status.GENERATING] == {Status.EVALUATING, Status.EXPANDING, Status.ERROR}
+    assert TRANSITIONS[Status.GENERATING] == {Status.EVALUATING, Status.EXPANDING, Status.COMPLETED, Status.ERROR}
     assert TRANSITIONS[Status.EVALUATING] == {Status.EXPANDING, Status.COMPLETED, Status.ERROR}
     assert TRANSITIONS[Status.EXPANDING] == {Status.GENERATING, Status.COMPLETED, Status.ERROR}
     assert TRANSITIONS[Status.COMPLETED] == frozenset() == TRANSITIONS[Status.ERROR]
@@ -207,6 +206,7 @@ def test_tot_mach_130_options_have_the_seed_defaults():
         "max_nodes": 100, "max_duration_ms": None, "max_model_calls": None, "beam_width": None,
         "early_success_threshold": 1.0,
         "convergence_window": 2, "min_score_improvement": 0.02, "max_parse_retries": 1, "prefer_deeper": False,
+        "parallel_expansions": 1,
     }
 
 
@@ -214,8 +214,68 @@ def test_tot_mach_130_options_have_the_seed_defaults():
     ("option", "value"),
     [("branching_factor", 0), ("max_depth", 0), ("traversal_strategy", "random"), ("top_k", 0), ("max_nodes", 1),
      ("min_depth", 5), ("beam_width", 0), ("max_duration_ms", 0), ("max_parse_retries", -1), ("max_model_calls", 1),
+     ("parallel_expansions", 0),
      ("convergence_window", 0), ("early_success_threshold", -0.1)],
 )
 def test_tot_mach_130_invalid_options_raise_tot_error_naming_the_option(option, value):
     with pytest.raises(ToTError, match=option):
         ToTOptions(**{option: value})
+
+
+# -- waves: several frontier nodes expanded side by side (TOT-MACH-150) ----------------------------------------
+
+
+def test_tot_mach_150_a_wave_expands_the_best_frontier_nodes_and_the_next_waits_for_all_of_it():
+    machine, d = started(branching_factor=3, parallel_expansions=2, max_depth=3, min_depth=3)
+    machine, [ev] = update(machine, ThoughtsGenerated(d.call_id, ("a", "b", "c")))
+    machine, wave = update(machine, ThoughtsEvaluated(ev.call_id, {"t1": 0.2, "t2": 0.9, "t3": 0.5}))
+    assert [type(x) for x in wave] == [GenerateThoughts, GenerateThoughts]
+    assert [x.path for x in wave] == [("b",), ("c",)]  # the two best, best first
+    assert machine.status is Status.GENERATING and [e.node_id for e in machine.active] == [x.node_id for x in wave]
+    assert [machine.nodes[n].content for n in machine.frontier] == ["a"]
+    g1, g2 = wave
+    machine, [e1] = update(machine, ThoughtsGenerated(g1.call_id, ("x",)))
+    assert machine.status is Status.GENERATING  # the other expansion still waits for its thoughts
+    machine, [e2] = update(machine, ThoughtsGenerated(g2.call_id, ("y", "z")))
+    assert machine.status is Status.EVALUATING and machine.current_call_id == e1.call_id
+    machine, out = update(machine, ThoughtsEvaluated(e2.call_id, {"t1": 0.1, "t2": 0.3}))
+    assert out == [] and [e.call_id for e in machine.active] == [e1.call_id]  # no wave before this one has ended
+    machine, out = update(machine, ThoughtsEvaluated(e1.call_id, {"t1": 0.4}))
+    assert [x.path for x in out] == [("b", "x"), ("c", "z")]  # the best of the whole frontier: 0.4, 0.3
+    assert len({x.call_id for x in out}) == 2 and machine.status is Status.GENERATING
+
+
+def test_tot_mach_150_an_answer_ends_the_search_and_a_late_reply_only_adds_its_usage():
+    machine, d = started(branching_factor=2, parallel_expansions=2, max_depth=2, min_depth=2)
+    machine, [ev] = update(machine, ThoughtsGenerated(d.call_id, ("a", "b")))
+    machine, (g1, g2) = update(machine, ThoughtsEvaluated(ev.call_id, {"t1": 0.5, "t2": 0.5}))
+    machine, [e1] = update(machine, ThoughtsGenerated(g1.call_id, ("x",)))
+    machine, out = update(machine, ThoughtsEvaluated(e1.call_id, {"t1": 1.0}))
+    assert out == [] and machine.status is Status.COMPLETED and machine.termination_reason is TerminationReason.THRESHOLD
+    assert machine.abandoned_calls == (g2.call_id,) and machine.active == ()
+    late = LLMResult(g2.call_id, text='{"thoughts": ["q"]}', usage={"prompt_tokens": 5, "completion_tokens": 1})
+    after, out = update(machine, late)
+    assert out == [] and after.nodes == machine.nodes and after.abandoned_calls == ()
+    assert after.usage["total_tokens"] == machine.usage.get("total_tokens", 0) + 6
+    assert update(after, late) == (after, [])  # the same reply twice counts once
+
+
+def test_tot_mach_150_a_wave_never_starts_what_the_call_and_node_budgets_cannot_finish():
+    machine, d = started(branching_factor=2, parallel_expansions=3, max_depth=3, min_depth=3, max_model_calls=5)
+    machine, [ev] = update(machine, ThoughtsGenerated(d.call_id, ("a", "b")))
+    machine, wave = update(machine, ThoughtsEvaluated(ev.call_id, {"t1": 0.5, "t2": 0.5}))
+    assert len(wave) == 1  # 3 calls left: one generation and its evaluation fit, two do not
+    machine, d = started(branching_factor=3, parallel_expansions=3, max_depth=3, min_depth=3, max_nodes=6)
+    machine, [ev] = update(machine, ThoughtsGenerated(d.call_id, ("a", "b", "c")))
+    machine, wave = update(machine, ThoughtsEvaluated(ev.call_id, {"t1": 0.5, "t2": 0.5, "t3": 0.5}))
+    assert [x.count for x in wave] == [2]  # 4 nodes of 6: the first expansion holds the last two
+
+
+def test_tot_mach_150_a_repair_in_a_wave_keeps_the_evaluations_the_others_still_need():
+    machine, d = started(branching_factor=2, parallel_expansions=2, max_depth=3, min_depth=3, max_model_calls=6)
+    machine, [ev] = update(machine, ThoughtsGenerated(d.call_id, ("a", "b")))
+    machine, (g1, g2) = update(machine, ThoughtsEvaluated(ev.call_id, {"t1": 0.5, "t2": 0.5}))
+    # 6 calls asked: g1 and g2 still need an evaluation each, so an unreadable reply gets no repair
+    machine, out = update(machine, LLMResult(g1.call_id, text="garbage"))
+    assert out == [] and "generation_parse_failed" in machine.parser_errors
+    assert [e.call_id for e in machine.active] == [g2.call_id]

@@ -15,13 +15,13 @@ from llamabot.reasoning.tot.machine import (
     TerminationReason,
     ToTMachine,
     ToTOptions,
-    from_dict,
     get_path_to_node,
+    model_calls,
     new_machine,
-    to_dict,
     update,
 )
 from llamabot.reasoning.tot.messages import LLMPartial, LLMResult, Start, ThoughtsEvaluated, ThoughtsGenerated
+from llamabot.reasoning.tot.persist import from_dict, to_dict
 
 REPLIES = [
     '{"thoughts": ["a", "b", "c"]}', '```json\n{"thoughts": ["x", "y"]}\n```', "1. p\n2. q\n3. r", "garbage", "",
@@ -30,14 +30,16 @@ REPLIES = [
 ]
 
 options = st.builds(
-    lambda bf, depth, min_frac, strategy, nodes, beam, window, retries, threshold, duration: ToTOptions(
+    lambda bf, depth, min_frac, strategy, nodes, beam, window, retries, threshold, duration, wave, calls: ToTOptions(
         branching_factor=bf, max_depth=depth, min_depth=round(depth * min_frac), traversal_strategy=strategy,
         max_nodes=nodes, beam_width=beam, convergence_window=window, max_parse_retries=retries,
-        early_success_threshold=threshold, max_duration_ms=duration,
+        early_success_threshold=threshold, max_duration_ms=duration, parallel_expansions=wave,
+        max_model_calls=calls,
     ),
     st.integers(1, 4), st.integers(1, 4), st.floats(0, 1), st.sampled_from(["bfs", "dfs", "best_first"]),
     st.integers(2, 25), st.one_of(st.none(), st.integers(1, 3)), st.integers(1, 3), st.integers(0, 2),
-    st.sampled_from([0.5, 0.9, 1.0, 2.0]), st.one_of(st.none(), st.floats(50, 500)),
+    st.sampled_from([0.5, 0.9, 1.0, 2.0]), st.one_of(st.none(), st.floats(50, 500)), st.integers(1, 3),
+    st.one_of(st.none(), st.integers(2, 14)),
 )
 
 stale = st.integers(0, 4).map(lambda n: n == 0)  # one message in five carries a stale call id
@@ -59,19 +61,22 @@ steps = st.one_of(
 )
 
 
-def message(machine: ToTMachine, step: tuple):
+def message(machine: ToTMachine, step: tuple, pick: int = 0):
+    """The message ``step`` describes, for the expansion ``pick`` (modulo those in flight)."""
     kind = step[0]
     if kind == "start":
         return Start(step[1] or "problem", "run")
-    call_id = "stale-id" if step[-1] else (machine.current_call_id or "none")
+    exp = machine.active[pick % len(machine.active)] if machine.active else None
+    call_id = "stale-id" if step[-1] else (exp.call_id if exp else "none")
     if kind == "result":
         usage = {"prompt_tokens": 3, "completion_tokens": 2}
         if step[2]:
             return LLMResult(call_id, error="down", usage=usage)
         return LLMResult(call_id, text=step[1], usage=usage)
     if kind == "fit":
-        if machine.status is Status.EVALUATING:
-            return ThoughtsEvaluated(call_id, {t.id: v for t, v in zip(machine.pending_thoughts, step[1][: len(machine.pending_thoughts)], strict=True)})
+        if exp is not None and exp.phase == "evaluation":
+            pending = exp.pending_thoughts
+            return ThoughtsEvaluated(call_id, {t.id: v for t, v in zip(pending, step[1][: len(pending)], strict=True)})
         return ThoughtsGenerated(call_id, tuple(f"{len(machine.nodes)}.{i}" for i in range(step[2] + 1)))
     if kind == "generated":
         return ThoughtsGenerated(call_id, tuple(step[1]))
@@ -104,9 +109,17 @@ def assert_consistent(machine: ToTMachine) -> None:
     assert len(set(machine.frontier)) == len(machine.frontier)
     if o.beam_width and o.traversal_strategy.value == "best_first":
         assert len(machine.frontier) <= o.beam_width
+    assert len(machine.active) <= o.parallel_expansions
+    assert o.max_model_calls is None or model_calls(machine) <= o.max_model_calls  # budgets are never exceeded
     if machine.status in (Status.GENERATING, Status.EVALUATING):
-        assert machine.current_call_id is not None and machine.current_node_id in machine.nodes
-        assert (machine.status is Status.EVALUATING) == bool(machine.pending_thoughts)
+        assert machine.active and all(e.node_id in machine.nodes for e in machine.active)
+        assert len({e.call_id for e in machine.active}) == len(machine.active)
+        assert len({e.node_id for e in machine.active}) == len(machine.active)
+        assert not set(machine.frontier) & {e.node_id for e in machine.active}
+        assert (machine.status is Status.EVALUATING) == all(e.phase == "evaluation" for e in machine.active)
+        assert all((e.phase == "evaluation") == bool(e.pending_thoughts) for e in machine.active)
+    else:
+        assert machine.active == ()
     if machine.status is Status.COMPLETED:
         path = [n.id for n in get_path_to_node(machine, machine.solution_path[-1])]
         assert tuple(path) == machine.solution_path and path[0] == machine.root_id
@@ -117,18 +130,20 @@ def assert_consistent(machine: ToTMachine) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(options=options, sequence=st.lists(steps, min_size=10, max_size=60), use_goal=st.booleans(),
-       ticks=st.lists(st.floats(0, 100), min_size=61, max_size=61))
+       ticks=st.lists(st.floats(0, 100), min_size=61, max_size=61),
+       picks=st.lists(st.integers(0, 2), min_size=61, max_size=61))
 def test_tot_mach_140_any_message_sequence_leaves_an_allowed_state_and_a_consistent_tree(
-    options, sequence, use_goal, ticks
+    options, sequence, use_goal, ticks, picks
 ):
     goal = (lambda problem, path: path[-1:] == ("b",)) if use_goal else None
     machine, now = new_machine(options), 0.0
-    for step, tick in zip([("start", "problem"), *sequence], ticks[: len(sequence) + 1], strict=True):
+    for step, tick, pick in zip([("start", "problem"), *sequence], ticks[: len(sequence) + 1],
+                                picks[: len(sequence) + 1], strict=True):
         now += tick
         before, snapshot = machine, json.dumps(to_dict(machine), sort_keys=True)
-        machine, directives = update(machine, message(machine, step), Env(now_ms=now, goal_test=goal))
+        machine, directives = update(machine, message(machine, step, pick), Env(now_ms=now, goal_test=goal))
         assert json.dumps(to_dict(before), sort_keys=True) == snapshot  # the input is never mutated
         assert reachable(before.status, machine.status), (before.status, machine.status)
         assert_consistent(machine)
         assert from_dict(json.loads(json.dumps(to_dict(machine)))) == machine
-        assert len(directives) <= 1
+        assert len(directives) <= options.parallel_expansions

@@ -9,8 +9,9 @@ from llamabot.evals.game24.prompts import Game24Prompts
 from llamabot.evals.game24.steps import step_violation
 from llamabot.models.scripted import ScriptedModel, json_reply
 from llamabot.reasoning.tot.graph import ToTBot
-from llamabot.reasoning.tot.machine import Env, Status, from_dict, new_machine, to_dict, update
+from llamabot.reasoning.tot.machine import Env, Status, new_machine, update
 from llamabot.reasoning.tot.messages import EvaluateThoughts, Start, ThoughtsGenerated
+from llamabot.reasoning.tot.persist import from_dict, to_dict
 from llamabot.reasoning.tot.prompts import ToTPrompts
 from tests.reasoning.tot.helpers import requested_ids, schema_name
 
