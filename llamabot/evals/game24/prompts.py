@@ -31,6 +31,7 @@ from llamabot.reasoning.tot.messages import (
     EvaluateThoughts,
     GenerateThoughts,
     ModelDirective,
+    Phase,
     ThoughtEntry,
 )
 from llamabot.reasoning.tot.prompts import ToTPrompts, request_of, scores_schema
@@ -77,6 +78,16 @@ A candidate step scores 1 if the numbers it leaves can surely make 24, 0.5 if ma
 2 * 12 = 24 -> left: 24 (the last number, it is 24) -> 1
 12 - 2 = 10 -> left: 10 (the last number, not 24) -> 0
 Reply with JSON only."""
+
+#: The brief system prompt (``Game24Prompts(brief=True)``, the default): the rules only. Qwen's tokenizer reads
+#: every digit as a token, so :data:`GAME24_SYSTEM`'s worked examples cost about 470 prompt tokens on every call;
+#: the brief prompts give an example only in the turns that need one (:data:`BRIEF_PROPOSAL_EXAMPLE`,
+#: :data:`BRIEF_SCORE_EXAMPLE`) and show the results' JSON shape once.
+GAME24_BRIEF_SYSTEM = """You play the Game of 24: combine the given numbers with + - * / to make exactly 24, using \
+each number exactly once. A step takes two of the numbers left, combines them with one operation and replaces them \
+by its result. Reply with JSON only."""
+BRIEF_PROPOSAL_EXAMPLE = "For example, from 4 4 6 8 the alternatives include 4 + 8 = 12, 6 - 4 = 2, 8 / 4 = 2, 4 * 6 = 24. "
+BRIEF_SCORE_EXAMPLE = "For example, 4 6 12 scores 1 ((12 - 6) * 4 = 24) and 6 8 16 scores 0. "
 
 IO_PROMPT = """Use numbers and basic arithmetic operations (+ - * /) to obtain 24. Use each input number exactly once.
 Input: 4 4 6 8
@@ -278,15 +289,23 @@ class Game24Prompts(ToTPrompts):
     on the hard dev puzzles (docs/design/tot/tot-EARS.md).
     """
 
-    generation_prompt: str = GAME24_SYSTEM
-    evaluation_prompt: str = GAME24_SYSTEM
+    generation_prompt: str = ""  # empty: the game's system prompt (brief or full, see ``brief``)
+    evaluation_prompt: str = ""
     tries: bool = False
     last_results: bool = True
     pair_steps: bool = True
+    brief: bool = True
 
     def options(self) -> dict[str, bool]:
         """The switches of these prompts, as a report records them."""
-        return {"tries": self.tries, "last_results": self.last_results, "pair_steps": self.pair_steps}
+        return {"tries": self.tries, "last_results": self.last_results, "pair_steps": self.pair_steps,
+                "brief": self.brief}
+
+    def system_prompt(self, phase: Phase) -> str:
+        """The prompt given for ``phase``, else :data:`GAME24_BRIEF_SYSTEM` (``brief``) or :data:`GAME24_SYSTEM`:
+        one system prompt for both phases, a shared cached prefix."""
+        given = self.generation_prompt if phase == "generation" else self.evaluation_prompt
+        return given or (GAME24_BRIEF_SYSTEM if self.brief else GAME24_SYSTEM)
 
     def prompt_texts(self, problem: str = "1 2 3 4", path: tuple[str, ...] = ("1 + 2 = 3",)) -> tuple[str, ...]:
         """As :meth:`ToTPrompts.prompt_texts`, plus, with ``pair_steps``, a generation turn asking for two steps per
@@ -319,6 +338,7 @@ class Game24Prompts(ToTPrompts):
             f"({left or '?'}): it combines two of them with + - * / and gives the exact result and the numbers it "
             "leaves. The steps are alternatives: none continues from another. "
             + ("These are the last two numbers: try every operation on them. " if last else "")
+            + (BRIEF_PROPOSAL_EXAMPLE if self.brief and not last else "")
             + 'JSON: {"thoughts": ["a op b = c (left: ...)", ...]}'
         )
         return "\n".join(lines)
@@ -336,11 +356,17 @@ class Game24Prompts(ToTPrompts):
             else:
                 after = f"left: {format_numbers(left)}"
             lines.append(f"{thought.id}: {shown_step(thought.content)} -> {after}")
+        if self.brief and two and len(two) == len(directive.thoughts) and not self.tries:
+            lines.append("For each candidate, write the sum, difference (larger minus smaller), product and quotient "
+                         "(larger over smaller) of the two numbers it leaves, each as \"a op b = value\": one of them "
+                         f"is 24 or none is. JSON: {self._scores_shape(directive.thoughts, two)}")
+            return "\n".join(lines)
         lines.append(
             ("For each candidate, first try to make 24 from the numbers it leaves (write the expression you try), "
              "then score it" if self.tries else "Score each candidate")
             + " from 0 to 1: 1 if its numbers left surely make 24 (or are exactly 24), "
             "0.5 if maybe, 0 if they cannot or the step's arithmetic is wrong. "
+            + (BRIEF_SCORE_EXAMPLE if self.brief and len(two) < len(directive.thoughts) else "")
             + ("For a candidate that leaves two numbers, write instead their sum, difference (larger minus smaller), "
                "product and quotient (larger over smaller), each as \"a op b = value\": one of them is 24 or none is. "
                if two else "")
@@ -377,6 +403,10 @@ class Game24Prompts(ToTPrompts):
     def _scores_shape(self, thoughts: Sequence[ThoughtEntry],
                       two: Mapping[str, Sequence[Fraction]] = MappingProxyType({})) -> str:
         each = '{"try": "<expression> = <value>", "score": <score>}' if self.tries else "<score>"
+        if self.brief and two:  # the results' shape once, not once per candidate
+            return ('{"scores": {' + ", ".join(f'"{t.id}": {"<results>" if t.id in two else each}' for t in thoughts)
+                    + '}} where <results> is {"sum": "a + b = <value>", "difference": "a - b = <value>", '
+                    '"product": "a * b = <value>", "quotient": "a / b = <value>"}, a the larger of the two numbers')
         return '{"scores": {' + ", ".join(
             f'"{t.id}": {results_shape(two[t.id]) if t.id in two else each}' for t in thoughts) + "}}"
 

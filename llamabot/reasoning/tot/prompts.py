@@ -19,6 +19,7 @@ from llamabot.reasoning.tot.messages import (
     EvaluateThoughts,
     GenerateThoughts,
     ModelDirective,
+    Phase,
     ThoughtEntry,
 )
 
@@ -119,8 +120,12 @@ class ToTPrompts:
         if isinstance(directive, CallLLMStream):
             return [*self.messages(directive.request), assistant(directive.raw_text), user(self.repair_user(directive))]
         if isinstance(directive, GenerateThoughts):
-            return [system(self.generation_prompt), user(self.generation_user(directive))]
-        return [system(self.evaluation_prompt), user(self.evaluation_user(directive))]
+            return [system(self.system_prompt("generation")), user(self.generation_user(directive))]
+        return [system(self.system_prompt("evaluation")), user(self.evaluation_user(directive))]
+
+    def system_prompt(self, phase: Phase) -> str:
+        """The system prompt of ``phase``'s calls (``generation_prompt`` or ``evaluation_prompt``)."""
+        return self.generation_prompt if phase == "generation" else self.evaluation_prompt
 
     def response_format(self, directive: ModelDirective) -> dict[str, Any]:
         """The OpenAI ``response_format`` for the directive's reply."""
@@ -151,5 +156,5 @@ class ToTPrompts:
         generate = GenerateThoughts("version", "n0", problem, path, 3)
         evaluate = EvaluateThoughts("version", "n0", problem, path, (ThoughtEntry("t1", "3 * 3 = 9"),))
         repair = CallLLMStream("version", "generation", generate, "?", "not JSON")
-        return (self.generation_prompt, self.evaluation_prompt, self.generation_user(generate),
+        return (self.system_prompt("generation"), self.system_prompt("evaluation"), self.generation_user(generate),
                 self.evaluation_user(evaluate), self.repair_user(repair))
