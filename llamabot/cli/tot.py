@@ -41,6 +41,9 @@ PAIRS_OPTION = typer.Option(True, "--pair-steps/--no-pair-steps",
                             help="Game of 24: with three numbers left, the model proposes two steps for each pair of "
                                  "them (one + or *, one - or /) instead of free proposals, where --branching keeps "
                                  "both steps of every pair (6 for three pairs, the default).")
+BRIEF_OPTION = typer.Option(True, "--brief/--no-brief",
+                            help="Game of 24: the rules-only system prompt, with examples only in the turns that need "
+                                 "them (half the tokens); --no-brief: the full system prompt with worked examples.")
 MAX_TOKENS_OPTION = typer.Option(512, "--max-tokens", help="Upper bound on each reply's length in tokens.")
 MAX_CALLS_OPTION = typer.Option(None, "--max-calls", min=2, help="Model-call budget (generate, evaluate, repair).")
 PARALLEL_OPTION = typer.Option(1, "--parallel", min=1,
@@ -106,6 +109,7 @@ def tot_command(
     tries: bool = TRIES_OPTION,
     last_results: bool = RESULTS_OPTION,
     pair_steps: bool = PAIRS_OPTION,
+    brief: bool = BRIEF_OPTION,
     prefer_deeper: bool = DEEPER_OPTION,
     stream: bool = typer.Option(True, help="Show the model's text as it is generated."),
     mermaid: bool = typer.Option(False, "--mermaid", help="Also print the explored tree as mermaid."),
@@ -154,7 +158,9 @@ def tot_command(
 
     try:
         bot = ToTBot(
-            model=model, prompts=Game24Prompts(tries=tries, last_results=last_results, pair_steps=pair_steps) if is_game
+            model=model,
+            prompts=Game24Prompts(tries=tries, last_results=last_results, pair_steps=pair_steps, brief=brief)
+            if is_game
             else ToTPrompts(),
             goal_test=is_solution_path if (is_game and verify) else None,
             stream_target=on_piece if stream else None, on_step=on_step, model_settings={"max_tokens": max_tokens},
@@ -214,6 +220,7 @@ def eval_tot_command(
     tries: bool = TRIES_OPTION,
     last_results: bool = RESULTS_OPTION,
     pair_steps: bool = PAIRS_OPTION,
+    brief: bool = BRIEF_OPTION,
     prefer_deeper: bool = DEEPER_OPTION,
     max_tokens: int = MAX_TOKENS_OPTION,
 ) -> None:
@@ -265,7 +272,7 @@ def eval_tot_command(
 
     try:
         with progress:
-            prompts = Game24Prompts(tries=tries, last_results=last_results, pair_steps=pair_steps)
+            prompts = Game24Prompts(tries=tries, last_results=last_results, pair_steps=pair_steps, brief=brief)
             report = evaluate_game24(puzzles, model, methods=chosen, tot_options=options, verify=verify,
                                      prompts=prompts, dataset=str(path), on_attempt=on_attempt, max_tokens=max_tokens,
                                      checkpoint=partial(_write_report, out) if out is not None else None,

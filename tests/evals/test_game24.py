@@ -140,7 +140,7 @@ def test_tot_g24_080_the_game_prompts_show_the_numbers_left_and_compose_the_answ
     assert "t2: 4 * 6 = 25 -> left: 25 (the last number, not 24)" in last  # the claim is shown, not checked
     assert "last two numbers" in prompts.generation_user(
         GenerateThoughts("c", "n2", "4 9 10 13", ("13 - 9 = 4", "10 - 4 = 6"), 3))
-    assert prompts.generation_prompt == prompts.evaluation_prompt  # one system prompt: a shared cached prefix
+    assert prompts.system_prompt("generation") == prompts.system_prompt("evaluation")  # a shared cached prefix
     assert prompts.answer("4 9 10 13", ("13 - 9 = 4", "10 - 4 = 6", "4 * 6 = 24")) == "(13 - 9) * (10 - 4)"
 
 
@@ -157,8 +157,8 @@ def test_tot_g24_085_proposals_are_alternatives_and_steps_are_shown_as_the_game_
         "c", "n2", "4 9 10 13", path[:1], (ThoughtEntry("t1", "10 - 4 = 6 (left: 99)"), ThoughtEntry("t2", "nonsense"))))
     assert "t1: 10 - 4 = 6 -> left: 4 6" in evaluate and "(left: 99)" not in evaluate
     assert "t2: nonsense -> not a valid step" in evaluate  # unreadable text is shown as it is
-    # The system prompt's example of alternatives: every step starts from the same four numbers.
-    assert "Possible next steps for the numbers 4 4 6 8" in prompts.generation_prompt
+    # The full system prompt's example of alternatives: every step starts from the same four numbers.
+    assert "Possible next steps for the numbers 4 4 6 8" in Game24Prompts(brief=False).system_prompt("generation")
 
 
 def test_tot_g24_086_with_tries_the_evaluator_writes_what_it_tries_before_each_score():
@@ -187,7 +187,7 @@ def test_tot_g24_087_with_last_results_a_two_number_candidate_is_scored_by_the_r
     # after 5 + 9 = 14 the numbers left are 1 11 14: each candidate leaves two numbers
     directive = EvaluateThoughts("c", "n2", "1 5 9 11", ("5 + 9 = 14",),
                                  (ThoughtEntry("t1", "11 - 1 = 10"), ThoughtEntry("t2", "11 * 1 = 11")))
-    plain, results = Game24Prompts(last_results=False), Game24Prompts()  # the results are the default
+    plain, results = Game24Prompts(last_results=False), Game24Prompts(brief=False)  # the results are the default
     text = results.evaluation_user(directive)
     assert "write instead their sum, difference" in text and "write instead" not in plain.evaluation_user(directive)
     schema = results.response_format(directive)["json_schema"]["schema"]["properties"]["scores"]
@@ -327,3 +327,29 @@ def test_tot_g24_088_a_search_with_pair_steps_solves_and_asks_for_pairs_only_whe
         pairs = number_pairs(numbers_left("4 9 10 13", path_texts(result.machine, parent)))
         used = {tuple(sorted((parse_step(n.content).a, parse_step(n.content).b))) for n in children}
         assert used == {tuple(sorted(p)) for p in pairs} and len(children) <= 6
+
+
+def test_tot_g24_089_brief_prompts_give_the_rules_and_examples_only_where_a_turn_needs_them():
+    """TOT-G24-089: the brief prompts (the default) send the rules-only system prompt; the example of alternative
+    steps goes with free proposals of three or more numbers, the scoring example with candidates that are scored,
+    and the results' JSON shape is shown once. Same schemas, same replies read."""
+    from llamabot.evals.game24.prompts import GAME24_BRIEF_SYSTEM, GAME24_SYSTEM
+
+    brief, full = Game24Prompts(), Game24Prompts(brief=False)
+    assert brief.system_prompt("generation") == brief.system_prompt("evaluation") == GAME24_BRIEF_SYSTEM
+    assert full.system_prompt("evaluation") == GAME24_SYSTEM and len(GAME24_BRIEF_SYSTEM) < len(GAME24_SYSTEM) / 3
+    assert Game24Prompts(generation_prompt="MINE").messages(
+        GenerateThoughts("c", "n0", "4 9 10 13", (), 6))[0]["content"] == "MINE"  # a given prompt wins
+    root = GenerateThoughts("c", "n0", "4 9 10 13", (), 6)
+    last = GenerateThoughts("c", "n2", "4 9 10 13", ("13 - 9 = 4", "10 - 4 = 6"), 6)
+    assert "from 4 4 6 8 the alternatives include" in brief.generation_user(root)
+    assert "alternatives include" not in brief.generation_user(last) and "last two numbers" in brief.generation_user(last)
+    three = EvaluateThoughts("c", "n0", "4 9 10 13", (), (ThoughtEntry("t1", "13 - 9 = 4"),))
+    assert "4 6 12 scores 1" in brief.evaluation_user(three) and "4 6 12" not in full.evaluation_user(three)
+    two = EvaluateThoughts("c", "n1", "1 5 9 11", ("5 + 9 = 14",),
+                           (ThoughtEntry("t1", "11 - 1 = 10"), ThoughtEntry("t2", "11 * 1 = 11")))
+    text = brief.evaluation_user(two)
+    assert text.count('"sum"') == 1 and '"t1": <results>, "t2": <results>' in text and "Score each" not in text
+    assert full.evaluation_user(two).count('"sum"') == 2
+    assert brief.response_format(two) == full.response_format(two)  # the grammar holds the same shape
+    assert brief.options()["brief"] is True and brief.prompt_texts() != full.prompt_texts()
