@@ -41,9 +41,10 @@ PAIRS_OPTION = typer.Option(True, "--pair-steps/--no-pair-steps",
                             help="Game of 24: with three numbers left, the model proposes two steps for each pair of "
                                  "them (one + or *, one - or /) instead of free proposals, where --branching keeps "
                                  "both steps of every pair (6 for three pairs, the default).")
-BRIEF_OPTION = typer.Option(True, "--brief/--no-brief",
+BRIEF_OPTION = typer.Option(False, "--brief/--no-brief",
                             help="Game of 24: the rules-only system prompt, with examples only in the turns that need "
-                                 "them (half the tokens); --no-brief: the full system prompt with worked examples.")
+                                 "them (about half the tokens; measured: fewer puzzles solved), instead of the full "
+                                 "system prompt with worked examples.")
 MAX_TOKENS_OPTION = typer.Option(512, "--max-tokens", help="Upper bound on each reply's length in tokens.")
 MAX_CALLS_OPTION = typer.Option(None, "--max-calls", min=2, help="Model-call budget (generate, evaluate, repair).")
 PARALLEL_OPTION = typer.Option(1, "--parallel", min=1,

@@ -330,15 +330,15 @@ def test_tot_g24_088_a_search_with_pair_steps_solves_and_asks_for_pairs_only_whe
 
 
 def test_tot_g24_089_brief_prompts_give_the_rules_and_examples_only_where_a_turn_needs_them():
-    """TOT-G24-089: the brief prompts (the default) send the rules-only system prompt; the example of alternative
+    """TOT-G24-089: the brief prompts (``brief=True``) send the rules-only system prompt; the example of alternative
     steps goes with free proposals of three or more numbers, the scoring example with candidates that are scored,
     and the results' JSON shape is shown once. Same schemas, same replies read."""
     from llamabot.evals.game24.prompts import GAME24_BRIEF_SYSTEM, GAME24_SYSTEM
 
-    brief, full = Game24Prompts(), Game24Prompts(brief=False)
+    brief, full = Game24Prompts(brief=True), Game24Prompts()
     assert brief.system_prompt("generation") == brief.system_prompt("evaluation") == GAME24_BRIEF_SYSTEM
     assert full.system_prompt("evaluation") == GAME24_SYSTEM and len(GAME24_BRIEF_SYSTEM) < len(GAME24_SYSTEM) / 3
-    assert Game24Prompts(generation_prompt="MINE").messages(
+    assert Game24Prompts(brief=True, generation_prompt="MINE").messages(
         GenerateThoughts("c", "n0", "4 9 10 13", (), 6))[0]["content"] == "MINE"  # a given prompt wins
     root = GenerateThoughts("c", "n0", "4 9 10 13", (), 6)
     last = GenerateThoughts("c", "n2", "4 9 10 13", ("13 - 9 = 4", "10 - 4 = 6"), 6)
