@@ -10,6 +10,8 @@ machine's own.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -64,18 +66,41 @@ def sqlite_engine(url: str) -> sa.Engine:
     """The SQLite engine DBOS would make (IMMEDIATE transactions, a long busy timeout, foreign keys), in WAL mode
     with ``synchronous=NORMAL``: one fsync per checkpoint instead of several, readers never block the writer. A
     killed process loses nothing committed; only an OS crash or power loss can lose the last commits."""
-    engine = sa.create_engine(url, connect_args={"check_same_thread": False})
+    engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_S})
 
     @sa.event.listens_for(engine, "connect")
     def _configure(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None
-        dbapi_conn.execute("PRAGMA journal_mode=WAL")
+        dbapi_conn.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_S * 1000)}")
+        wal_mode(dbapi_conn)
         dbapi_conn.execute("PRAGMA synchronous=NORMAL")
-        dbapi_conn.execute("PRAGMA busy_timeout=30000")
         dbapi_conn.execute("PRAGMA foreign_keys=ON")
         dbapi_conn.isolation_level = "IMMEDIATE"
 
     return engine
+
+
+#: How long a SQLite connection waits for another's lock before "database is locked".
+SQLITE_BUSY_S = 30.0
+
+
+def wal_mode(conn: Any, wait_s: float = SQLITE_BUSY_S) -> None:
+    """Put the database in WAL mode unless it is already (the mode is kept in the file). Switching needs the file
+    to itself: while other connections read it in rollback mode SQLite answers "database is locked" (or keeps the
+    old mode), so the switch is tried again until ``wait_s`` has passed; then the error is raised."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+                return
+            if str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower() == "wal":
+                return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        if time.monotonic() >= deadline:
+            raise sqlite3.OperationalError(f"could not switch the database to WAL mode within {wait_s:g} s")
+        time.sleep(0.05)
 
 
 def check_reachable(url: str) -> None:

@@ -175,3 +175,30 @@ def test_dur_set_010_deployment_settings_are_whole_seconds_checked_when_the_runt
         Durable(make_agent, db=f"sqlite:///{tmp_path / 'r.sqlite'}")
     monkeypatch.setenv("LLAMABOT_DURABLE_GRACE_S", "3")
     assert grace_seconds() == 3 and liveness_seconds() == (10, 20)
+
+
+def test_dur_db_030_a_sqlite_file_read_by_others_still_switches_to_wal_when_they_let_go(tmp_path):
+    """DUR-DB-030: a SQLite file in rollback mode that another connection is reading (a test polling a run, a
+    second process) is switched to WAL once the reader lets go, even after SQLite's default 5 s wait: starting
+    durable runs no longer fails with "database is locked" under load."""
+    import sqlite3
+    import threading
+
+    from llamabot.durable.database import sqlite_engine
+
+    path = tmp_path / "runs.sqlite"
+    reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    reader.execute("CREATE TABLE t (x)")
+    reader.execute("INSERT INTO t VALUES (1)")
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT x FROM t").fetchall() == [(1,)]  # a shared lock, held
+    release = threading.Timer(5.5, lambda: reader.execute("COMMIT"))
+    release.start()
+    started = time.monotonic()
+    try:
+        with sqlite_engine(f"sqlite:///{path}").connect() as conn:
+            mode = conn.exec_driver_sql("PRAGMA journal_mode").scalar()
+    finally:
+        release.join()
+        reader.close()
+    assert mode == "wal" and time.monotonic() - started >= 5.0
