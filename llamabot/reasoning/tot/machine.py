@@ -202,15 +202,18 @@ def update(machine: ToTMachine, msg: Message, env: Env | None = None) -> tuple[T
             return machine, []
         return _set(machine, i, replace(exp, streaming_text=exp.streaming_text + msg.delta)), []
     if isinstance(msg, LLMResult):
-        m = _set(replace(machine, usage=add_usage(machine.usage, msg.usage)), i, replace(exp, streaming_text=""))
+        active = machine.active
+        if exp.streaming_text:
+            active = (*active[:i], replace(exp, streaming_text=""), *active[i + 1:])
+        usage = add_usage(machine.usage, msg.usage)
         if not msg.ok:
-            return _fail(_drop(m, i), f"model call failed: {msg.error}", env)
+            return _fail(_drop(replace(machine, usage=usage, active=active), i), f"model call failed: {msg.error}", env)
         text = msg.text if msg.text else exp.streaming_text
         if exp.phase == "generation":
             thoughts, mode = parse_thoughts(text)
-            return _on_thoughts(replace(m, parser_mode=mode), i, thoughts, text, env)
+            return _on_thoughts(replace(machine, usage=usage, active=active, parser_mode=mode), i, thoughts, text, env)
         scores, mode = parse_scores(text, exp.pending_thoughts)
-        return _on_scores(replace(m, parser_mode=mode), i, scores, text, env)
+        return _on_scores(replace(machine, usage=usage, active=active, parser_mode=mode), i, scores, text, env)
     if isinstance(msg, ThoughtsGenerated) and exp.phase == "generation":
         return _on_thoughts(machine, i, list(msg.thoughts), None, env)
     if isinstance(msg, ThoughtsEvaluated) and exp.phase == "evaluation":
@@ -357,7 +360,7 @@ def _on_scores(m: ToTMachine, i: int, scores: dict[str, Any], raw: str | None,
                                      parent.depth + 1)
         child_ids.append(node_id)
     nodes[parent.id] = replace(parent, children=(*parent.children, *child_ids))
-    m = _drop(replace(m, nodes=nodes, node_seq=m.node_seq + len(child_ids)), i)
+    m = replace(m, nodes=nodes, node_seq=m.node_seq + len(child_ids), active=(*m.active[:i], *m.active[i + 1:]))
     return _after_evaluation(m, [nodes[c] for c in child_ids], env)
 
 
@@ -377,14 +380,14 @@ def _after_evaluation(m: ToTMachine, children: list[ThoughtNode], env: Env) -> t
     if _converged(m):
         return _complete(m, TerminationReason.CONVERGED, None, env)
     open_children = [c.id for c in children if c.depth < o.max_depth]  # a child at max_depth closes its branch
-    return _next(replace(m, frontier=grow_frontier(m.nodes, m.frontier, open_children, m.options)), env)
+    return _next(m, env, frontier=grow_frontier(m.nodes, m.frontier, open_children, m.options))
 
 
-def _next(m: ToTMachine, env: Env) -> tuple[ToTMachine, list[Directive]]:
+def _next(m: ToTMachine, env: Env, **changes: Any) -> tuple[ToTMachine, list[Directive]]:
     """After an expansion ended: wait for the rest of its wave, or start the next wave."""
     if m.active:
-        return _goto(m, _busy(m.active)), []
-    return _expand(_goto(m, S.EXPANDING), env)
+        return _goto(m, _busy(m.active), **changes), []
+    return _expand(_goto(m, S.EXPANDING, **changes), env)
 
 
 def _converged(m: ToTMachine) -> bool:
