@@ -70,8 +70,7 @@ def sqlite_engine(url: str) -> sa.Engine:
 
     @sa.event.listens_for(engine, "connect")
     def _configure(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None
-        dbapi_conn.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_S * 1000)}")
+        dbapi_conn.isolation_level = None  # the busy timeout is the connection's (connect_args), set before this
         wal_mode(dbapi_conn)
         dbapi_conn.execute("PRAGMA synchronous=NORMAL")
         dbapi_conn.execute("PRAGMA foreign_keys=ON")
@@ -90,16 +89,18 @@ def wal_mode(conn: Any, wait_s: float = SQLITE_BUSY_S) -> None:
     old mode), so the switch is tried again until ``wait_s`` has passed; then the error is raised."""
     deadline = time.monotonic() + wait_s
     while True:
+        error = sqlite3.OperationalError(f"could not switch the database to WAL mode within {wait_s:g} s")
         try:
             if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
                 return
             if str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower() == "wal":
                 return
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() >= deadline:
+            if "locked" not in str(exc):
                 raise
+            error = exc
         if time.monotonic() >= deadline:
-            raise sqlite3.OperationalError(f"could not switch the database to WAL mode within {wait_s:g} s")
+            raise error
         time.sleep(0.05)
 
 

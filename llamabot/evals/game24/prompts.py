@@ -304,8 +304,7 @@ class Game24Prompts(ToTPrompts):
     def system_prompt(self, phase: Phase) -> str:
         """The prompt given for ``phase``, else :data:`GAME24_BRIEF_SYSTEM` (``brief``) or :data:`GAME24_SYSTEM`:
         one system prompt for both phases, a shared cached prefix."""
-        given = self.generation_prompt if phase == "generation" else self.evaluation_prompt
-        return given or (GAME24_BRIEF_SYSTEM if self.brief else GAME24_SYSTEM)
+        return super().system_prompt(phase) or (GAME24_BRIEF_SYSTEM if self.brief else GAME24_SYSTEM)
 
     def prompt_texts(self, problem: str = "1 2 3 4", path: tuple[str, ...] = ("1 + 2 = 3",)) -> tuple[str, ...]:
         """As :meth:`ToTPrompts.prompt_texts`, plus, with ``pair_steps``, a generation turn asking for two steps per

@@ -204,7 +204,7 @@ def update(machine: ToTMachine, msg: Message, env: Env | None = None) -> tuple[T
     if isinstance(msg, LLMResult):
         active = machine.active
         if exp.streaming_text:
-            active = (*active[:i], replace(exp, streaming_text=""), *active[i + 1:])
+            active = _swapped(active, i, replace(exp, streaming_text=""))
         usage = add_usage(machine.usage, msg.usage)
         if not msg.ok:
             return _fail(_drop(replace(machine, usage=usage, active=active), i), f"model call failed: {msg.error}", env)
@@ -233,13 +233,18 @@ def _busy(active: tuple[Expansion, ...]) -> Status:
 
 def _set(m: ToTMachine, i: int, exp: Expansion) -> ToTMachine:
     """Expansion ``i`` replaced by ``exp``; the status follows the expansions' phases."""
-    active = (*m.active[:i], exp, *m.active[i + 1:])
+    active = _swapped(m.active, i, exp)
     return _goto(m, _busy(active), active=active)
 
 
 def _drop(m: ToTMachine, i: int) -> ToTMachine:
     """Expansion ``i`` ended (the status is left for what comes next)."""
-    return replace(m, active=(*m.active[:i], *m.active[i + 1:]))
+    return replace(m, active=_swapped(m.active, i, None))
+
+
+def _swapped(active: tuple[Expansion, ...], i: int, exp: Expansion | None) -> tuple[Expansion, ...]:
+    """``active`` with expansion ``i`` replaced by ``exp``, or removed (``None``)."""
+    return (*active[:i], *((exp,) if exp is not None else ()), *active[i + 1:])
 
 
 def _on_start(m: ToTMachine, msg: Start, env: Env) -> tuple[ToTMachine, list[Directive]]:
@@ -360,7 +365,7 @@ def _on_scores(m: ToTMachine, i: int, scores: dict[str, Any], raw: str | None,
                                      parent.depth + 1)
         child_ids.append(node_id)
     nodes[parent.id] = replace(parent, children=(*parent.children, *child_ids))
-    m = replace(m, nodes=nodes, node_seq=m.node_seq + len(child_ids), active=(*m.active[:i], *m.active[i + 1:]))
+    m = replace(m, nodes=nodes, node_seq=m.node_seq + len(child_ids), active=_swapped(m.active, i, None))
     return _after_evaluation(m, [nodes[c] for c in child_ids], env)
 
 
