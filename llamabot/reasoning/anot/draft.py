@@ -3,9 +3,11 @@
 Phase 2 starts from this draft (unless ``draft=False``): the agent checks it with ``lwt_list``/``read``, fixes it
 with ``lwt_set``/``lwt_insert`` and calls ``done()``. The draft also is the fallback script when the agent fails.
 
-Each condition ``k`` becomes step ``ck``; a ``value`` condition lists the value at its path for every item
-(``{(items)}[*][attributes][GoodForKids]``), a ``keyword`` condition counts the texts that mention the keyword
-(``{(items)}[*][reviews][~live music]``). Paths the model wrote loosely (``GoodForKids``, ``ambience.hipster``)
+Each condition ``k`` becomes step ``ck``: a ``value`` condition a CHECK of the value at its path
+(``{(items)}[*][attributes][GoodForKids] == True``; an expected value written ``<= 2`` or ``not False`` keeps its
+operator), a ``keyword`` condition a CHECK that at least one text mentions the keyword
+(``{(items)}[*][reviews][~live music] >= 1``); a ``model`` condition, or a value no CHECK can compare with
+(``< cheap``), an LLM step that lists the values for the model to judge. Paths the model wrote loosely (``GoodForKids``, ``ambience.hipster``)
 are located in the items' actual fields by :func:`locate_path`.
 """
 
@@ -15,12 +17,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from llamabot.reasoning.anot.lwt import LWTStep
+from llamabot.reasoning.anot.checks import CheckError
+from llamabot.reasoning.anot.lwt import CHECK, LWTStep
 from llamabot.reasoning.anot.paths import MISSING, DataPathError, parse_path, walk
 from llamabot.reasoning.anot.strategy import Condition, Strategy
 from llamabot.reasoning.anot.vocabulary import Vocabulary, check_of
 
 _UNSAFE = re.compile(r"[\[\]{}()'\"]")
+_OPERATOR = re.compile(r"^(==|!=|<=|>=|=|<|>)\s*\S")
 
 
 def _field_paths(value: Any, prefix: tuple[str, ...], out: dict[tuple[str, ...], None], depth: int) -> None:
@@ -68,6 +72,24 @@ def _clean(text: str) -> str:
     return " ".join(_UNSAFE.sub(" ", text).split())
 
 
+def _comparison(expected: str) -> str:
+    """``op value`` for an expected value: ``== True``; ``<= 2`` and ``not False`` (``!= False``) keep theirs."""
+    if _OPERATOR.match(expected):
+        return expected
+    if expected.lower().startswith("not "):
+        return f"!= {expected[4:].strip()}"
+    return f"== {expected}"
+
+
+def _check_step(step_id: str, expression: str) -> LWTStep | None:
+    step = LWTStep(step_id, expression, kind=CHECK)
+    try:
+        step.check
+    except CheckError:
+        return None
+    return step
+
+
 def condition_step(condition: Condition, items: Sequence[Any], vocabulary: Vocabulary) -> LWTStep:
     """The draft step ``c<id>`` checking one condition over every item."""
     try:
@@ -75,19 +97,27 @@ def condition_step(condition: Condition, items: Sequence[Any], vocabulary: Vocab
     except DataPathError:
         segments = tuple(s for s in re.split(r"[.\[\]\s]+", _clean(condition.path)) if s and not s.startswith("__"))
     expected = _clean(condition.expected)
-    if check_of(vocabulary, condition.type) == "keyword":
+    step_id = f"c{condition.id}"
+    how = check_of(vocabulary, condition.type)
+    if how == "keyword":
         where = _text_list_path(items, segments)
+        check = _check_step(step_id, f"{{(items)}}[*]{_brackets(where)}[~{expected}] >= 1")
+        if check is not None:
+            return check
         prompt = (
             f"{where[-1] if where else 'texts'} mentioning {expected}: {{(items)}}[*]{_brackets(where)}[~{expected}]. "
             "Which have at least 1? Output: [indices]"
         )
     else:
         where = locate_path(items, segments)
+        check = _check_step(step_id, f"{{(items)}}[*]{_brackets(where)} {_comparison(expected)}") if how == "value" else None
+        if check is not None:
+            return check
         prompt = (
             f"{where[-1] if where else condition.path}: {{(items)}}[*]{_brackets(where)}. Which are {expected}? "
             "(missing = no) Output: [indices]"
         )
-    return LWTStep(f"c{condition.id}", prompt)
+    return LWTStep(step_id, prompt)
 
 
 def final_prompt(strategy: Strategy, n_items: int, vocabulary: Vocabulary = ()) -> str:

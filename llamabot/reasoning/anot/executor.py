@@ -1,4 +1,5 @@
-"""Phase 3's core: fill the steps of one layer and call the model for each, through the model seam.
+"""Phase 3's core: fill the steps of one layer and call the model for each LLM step, through the model seam (a
+CHECK step is evaluated by the program while the layer is filled, see ``checks.py``).
 
 One step is one exchange (``step_exchange``: yield a request, receive the reply, return its text), and one
 layer is :func:`step_output` per step, run by the one layer logic (:mod:`llamabot.agents.layer`): :func:`run_layer`
@@ -22,7 +23,8 @@ from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import system, user
 from llamabot.models.reply import ModelRequest
 from llamabot.observe.tracing import span
-from llamabot.reasoning.anot.lwt import LWTStep
+from llamabot.reasoning.anot.checks import CheckError, check_output
+from llamabot.reasoning.anot.lwt import CHECK, LWTStep
 from llamabot.reasoning.anot.prompts import STEP_SYSTEM
 from llamabot.reasoning.anot.ranking import ERROR_PREFIX
 from llamabot.reasoning.anot.substitution import SubstitutionContext, SubstitutionError, substitute
@@ -32,22 +34,30 @@ DEFAULT_CONCURRENCY = 8
 
 @dataclass(frozen=True, slots=True)
 class StepCall:
-    """A step ready to run: its filled prompt, or the error that kept it from being filled."""
+    """A step ready to run: an LLM step's filled prompt, a CHECK step's output (evaluated here, no model call),
+    or the error that kept the step from being filled or evaluated."""
 
     step: LWTStep
     prompt: str | None
     error: str | None = None
+    output: str | None = None
+
+
+def fill_step(step: LWTStep, context: SubstitutionContext) -> StepCall:
+    """One step of a layer: an LLM step's prompt filled from ``context``; a CHECK step evaluated over its items."""
+    try:
+        if step.kind == CHECK:
+            return StepCall(step, None, output=check_output(step.check, context.items))
+        return StepCall(step, substitute(step.prompt, context, step.id))
+    except CheckError as exc:
+        return StepCall(step, None, f"step {step.id!r}: {exc}")
+    except SubstitutionError as exc:
+        return StepCall(step, None, str(exc))
 
 
 def fill_layer(layer: Sequence[LWTStep], context: SubstitutionContext) -> list[StepCall]:
     """Fill every step of ``layer`` from ``context`` (the outputs of earlier layers included)."""
-    calls = []
-    for step in layer:
-        try:
-            calls.append(StepCall(step, substitute(step.prompt, context, step.id)))
-        except SubstitutionError as exc:
-            calls.append(StepCall(step, None, str(exc)))
-    return calls
+    return [fill_step(step, context) for step in layer]
 
 
 def prompt_exchange(model_name: str, system_prompt: str, prompt: str, params: dict[str, Any]) -> Exchange[str]:
@@ -71,7 +81,10 @@ def _check_concurrency(concurrency: int) -> None:
 
 
 def step_output(call: StepCall, model: ChatModel, params: dict[str, Any]) -> str:
-    """One step, sync: its ``ERROR: ...`` output when it could not be filled, else the model's answer."""
+    """One step, sync: a CHECK's output, ``ERROR: ...`` when the step could not be filled, else the model's
+    answer."""
+    if call.output is not None:
+        return call.output
     if call.prompt is None:
         return _error_output(call)
     with span(call.step.id, "lwt_step"):
@@ -80,6 +93,8 @@ def step_output(call: StepCall, model: ChatModel, params: dict[str, Any]) -> str
 
 async def astep_output(call: StepCall, model: ChatModel, params: dict[str, Any]) -> str:
     """Async twin of :func:`step_output`."""
+    if call.output is not None:
+        return call.output
     if call.prompt is None:
         return _error_output(call)
     with span(call.step.id, "lwt_step"):

@@ -1,12 +1,13 @@
-"""LWT scripts: parse ``(id)=LLM('...')`` steps, find their ``{(step_id)}`` references, order them in layers.
+"""LWT scripts: parse ``(id)=LLM('...')`` and ``(id)=CHECK('...')`` steps, find their ``{(step_id)}`` references, order them in layers.
 
 Pure: no model, no I/O. An LWT script is one step per line::
 
-    (c1)=LLM('GoodForKids per item: {(items)}[*][attributes][GoodForKids]. Which are True? Output: [indices]')
+    (c1)=CHECK('{(items)}[*][attributes][GoodForKids] == True')
     (c2)=LLM("WiFi per item: {(items)}[*][attributes][WiFi]. Which are free? Output: [indices]")
     (final)=LLM('c1={(c1)}, c2={(c2)}. Score +1 per match. Output top-5: [best, ...]')
 
-Step ids are names such as ``c1``, ``5.agg`` or ``final``. ``{(context)}``, ``{(input)}``, ``{(items)}`` and
+An ``LLM`` step's prompt is filled and sent to the model; a ``CHECK`` step is evaluated by the program
+(``checks.py``), and its expression is checked when the step is parsed. Step ids are names such as ``c1``, ``5.agg`` or ``final``. ``{(context)}``, ``{(input)}``, ``{(items)}`` and
 ``{(query)}`` are data variables (see ``substitution.py``); any other ``{(name)}`` is a reference to the output
 of step ``name``. References make a dependency DAG; :func:`execution_layers` orders it into layers whose steps
 are independent of each other. Unlike upstream ANoT (which silently ran such steps in one last layer), a cycle
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 
 from llamabot.errors import DependencyCycleError, LlamabotError
 from llamabot.graph.layers import topological_layers
+from llamabot.reasoning.anot.checks import Check, CheckError, parse_check
 
 #: Data variables; every other ``{(name)}`` refers to a step's output.
 ITEM_VARIABLES = frozenset({"context", "input", "items"})
@@ -32,7 +34,7 @@ _ID = r"[A-Za-z0-9_][A-Za-z0-9_.\-]*"
 _ID_RE = re.compile(rf"^{_ID}$")
 _REFERENCE = re.compile(rf"\{{\(({_ID})\)\}}")
 # The id and the blanks around it: ``\s*`` twice around an optional id was quadratic on "(" and blanks.
-_HEAD = re.compile(r"\(\s*(?:(?P<id>[^()\s]+)\s*)?\)\s*=\s*(?P<llm>LLM\s*\(\s*)?")
+_HEAD = re.compile(r"\(\s*(?:(?P<id>[^()\s]+)\s*)?\)\s*=\s*(?:(?P<call>LLM|CHECK)\s*\(\s*)?")
 # A later step's head at a line start. Blanks, not \s: \s* after \n also eats newlines, which made the search
 # quadratic on a prompt of many blank lines.
 _NEXT_HEAD = re.compile(r"\n[ \t\r\f\v]*\([ \t]*[^()\s]+[ \t]*\)[ \t]*=")
@@ -82,13 +84,31 @@ class LWTCycleError(LWTError):
         )
 
 
+LLM = "LLM"
+CHECK = "CHECK"
+
+
 @dataclass(frozen=True, slots=True)
 class LWTStep:
-    """One step: its id, its prompt template, and (when parsed from a script) its 1-based line."""
+    """One step: its id, its prompt template, (when parsed from a script) its 1-based line, and its kind:
+    ``LLM`` (the model answers the filled prompt) or ``CHECK`` (the program compares every item's value at a path
+    with a value; ``prompt`` is that expression, see ``checks.py``)."""
 
     id: str
     prompt: str
     line: int = 0
+    kind: str = LLM
+
+    def __post_init__(self) -> None:
+        if self.kind not in (LLM, CHECK):
+            raise ValueError(f"step {self.id!r}: kind must be {LLM!r} or {CHECK!r}, got {self.kind!r}")
+
+    @property
+    def check(self) -> Check:
+        """A CHECK step's parsed expression. Raises :class:`CheckError` (or ``TypeError`` for an LLM step)."""
+        if self.kind != CHECK:
+            raise TypeError(f"step {self.id!r} is an {self.kind} step, not a CHECK")
+        return parse_check(self.prompt)
 
     @property
     def references(self) -> tuple[str, ...]:
@@ -96,7 +116,7 @@ class LWTStep:
         return step_references(self.prompt)
 
     def render(self) -> str:
-        """The step as one script line, ``(id)=LLM('prompt')``; parses back to the same step (any prompt the
+        """The step as one script line, ``(id)=LLM('prompt')`` or ``(id)=CHECK('...')``; parses back to the same step (any prompt the
         parser accepts: a line inside it may not start like a step head, ``(c2)=...``).
 
         A prompt without backslashes is quoted with a quote it does not contain; otherwise every backslash and
@@ -108,7 +128,7 @@ class LWTStep:
             quoted = f'"{prompt}"'
         else:
             quoted = "'" + prompt.replace("\\", "\\\\").replace("'", "\\'") + "'"
-        return f"({self.id})=LLM({quoted})"
+        return f"({self.id})={self.kind}({quoted})"
 
 
 def step_references(prompt: str) -> tuple[str, ...]:
@@ -193,14 +213,15 @@ def _parse_at(text: str, pos: int, line: int, lenient_end: bool = False) -> tupl
     head = _HEAD.match(text, pos)
     if head is None:
         snippet = text[pos : text.find("\n", pos) if "\n" in text[pos:] else len(text)]
-        raise LWTSyntaxError(f"expected a step like (c1)=LLM('prompt'), got {snippet[:120]!r}", line)
+        raise LWTSyntaxError(f"expected a step like (c1)=LLM('prompt') or (c1)=CHECK('path == value'), got {snippet[:120]!r}", line)
     step_id = head.group("id") or ""
     _check_id(step_id, line)
-    call = head.group("llm") is not None
+    call = head.group("call") is not None
+    kind = head.group("call") or LLM
     start = head.end()
     quote = text[start : start + 1]
     if quote not in ("'", '"'):
-        raise LWTSyntaxError(f"step {step_id!r}: the prompt must be quoted, as LLM('...') or LLM(\"...\")", line, step_id)
+        raise LWTSyntaxError(f"step {step_id!r}: the prompt must be quoted, as {kind}('...') or {kind}(\"...\")", line, step_id)
     found = _closing_quote(text, start + 1, quote, call)
     if found is None and lenient_end:
         found = _unclosed_prompt(text, start + 1, quote)
@@ -216,7 +237,13 @@ def _parse_at(text: str, pos: int, line: int, lenient_end: bool = False) -> tupl
     prompt = _unescape(body, quote)
     if not prompt.strip():
         raise LWTSyntaxError(f"step {step_id!r}: the prompt is empty", line, step_id)
-    return LWTStep(step_id, prompt, line), end
+    step = LWTStep(step_id, prompt, line, kind)
+    if kind == CHECK:
+        try:
+            step.check
+        except CheckError as exc:
+            raise LWTSyntaxError(f"step {step_id!r}: {exc}", line, step_id) from None
+    return step, end
 
 
 def parse_step(text: str) -> LWTStep:
@@ -236,7 +263,7 @@ def parse_lwt(text: str) -> list[LWTStep]:
     """Parse an LWT script into its steps, in script order.
 
     Blank lines, ``#`` comments and Markdown code fences are skipped. A step is ``(id)=LLM('prompt')``,
-    ``(id)=LLM("prompt")`` or ``(id)="prompt"``; a prompt may span lines and contain the other quote (or an
+    ``(id)=LLM("prompt")``, ``(id)="prompt"`` (an LLM step) or ``(id)=CHECK('expression')``; a prompt may span lines and contain the other quote (or an
     escaped one). Raises :class:`LWTSyntaxError` naming the line for anything else, and for a duplicate id.
     """
     steps: list[LWTStep] = []

@@ -28,21 +28,22 @@ Number of items: {n_items}
 
 Request: {query}"""
 
-PHASE2_SYSTEM = """You write an LWT script that checks items against conditions. A step is (id)=LLM("prompt"). In a \
-prompt, {(items)}[*][attributes][GoodForKids] becomes every item's value ("1=True, 2=False, ..."), \
-{(items)}[3][path] item 3's value, [reviews][~word] the count of reviews mentioning word, {(c1)} step c1's output. \
-One step per condition lists the matching items; the last step, (final), ranks the top-5. Example:
-(c1)=LLM("GoodForKids: {(items)}[*][attributes][GoodForKids]. Which are True? Output: [indices]")
-(c2)=LLM("Reviews mentioning cozy: {(items)}[*][reviews][~cozy]. Which have at least 1? Output: [indices]")
+PHASE2_SYSTEM = """You write an LWT script that checks items against conditions. A step is \
+(id)=CHECK("path op value"), which lists the items whose value at path compares so (op: ==, !=, <, <=, >, >=; \
+missing never matches), or (id)=LLM("prompt"), answered by a model. In both, {(items)}[*][attributes][GoodForKids] \
+is every item's value, [reviews][~word] the count of reviews mentioning word; in a prompt, {(c1)} is step c1's \
+output. One step per condition lists the matching items; the last step, (final), ranks the top-5. Example:
+(c1)=CHECK("{(items)}[*][attributes][GoodForKids] == True")
+(c2)=CHECK("{(items)}[*][reviews][~cozy] >= 1")
 (final)=LLM("c1={(c1)}, c2={(c2)}. Logic: AND(1, 2). Output top-5: [best, ...]")
 Call one tool at a time; call done() when the script is right."""
 
 #: Phase 2's system prompt when it starts from the draft (the default): the draft's steps already show the
 #: syntax, so only what the model needs to check and fix them.
-PHASE2_SYSTEM_DRAFT = """You check an LWT script against the request's conditions. A step is (id)=LLM("prompt"); \
-in a prompt {(items)}[*][attributes][GoodForKids] becomes every item's value at that path, [reviews][~word] the \
-count of reviews mentioning word, {(c1)} step c1's output. Call one tool at a time; call done() when the script is \
-right."""
+PHASE2_SYSTEM_DRAFT = """You check an LWT script against the request's conditions. (id)=CHECK("path op value") \
+lists the items whose value at path compares so (missing never matches; [reviews][~word] counts the reviews \
+mentioning word); (id)=LLM("prompt") asks a model, {(c1)} being step c1's output. Call one tool at a time; call \
+done() when the script is right."""
 
 #: Phase 1's message (its note for phase 2), shown after the conditions when phase 1 wrote one.
 PHASE2_NOTE = """

@@ -70,7 +70,7 @@ def lwt_insert(idx: int, step: str, _globals_dict: dict[str, Any] | None = None)
 
     Args:
         idx: Position from 1.
-        step: One step: (id)=LLM("prompt").
+        step: One step: (id)=CHECK("path op value") or (id)=LLM("prompt").
     """
     return _edit("insert", idx, step, _globals_dict)
 
@@ -81,7 +81,7 @@ def lwt_set(idx: int, step: str, _globals_dict: dict[str, Any] | None = None) ->
 
     Args:
         idx: Position from 1.
-        step: One step: (id)=LLM("prompt").
+        step: One step: (id)=CHECK("path op value") or (id)=LLM("prompt").
     """
     return _edit("set", idx, step, _globals_dict)
 

@@ -2,7 +2,8 @@
 
 A :class:`ConditionType` has a name (``ATTR``), a description the phase 1 prompt shows, and how its condition
 is checked: ``value`` (compare the value at the condition's path with the expected value) or ``keyword``
-(count the texts at the path that mention the expected keyword). ``YELP_VOCABULARY`` is the seed's set for the
+(count the texts at the path that mention the expected keyword), both by a CHECK step the program evaluates,
+or ``model`` (an LLM step asks the model, for values no comparison decides, such as opening hours). ``YELP_VOCABULARY`` is the seed's set for the
 philly_cafes data; pass your own tuple to :class:`ANoTBot` for other items.
 """
 
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-Check = Literal["value", "keyword"]
+Check = Literal["value", "keyword", "model"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +35,7 @@ YELP_VOCABULARY: tuple[ConditionType, ...] = (
     ConditionType("ATTR", "attribute: path attributes.<Name>, expected its value (True, False, a word, a number)"),
     ConditionType("AMBIENCE", "atmosphere: path attributes.Ambience.<key>, expected True or False"),
     ConditionType("MEAL", "meal it suits: path attributes.GoodForMeal.<key>, expected True or False"),
-    ConditionType("HOURS", "opening hours: path hours.<Day>, expected the time it must be open"),
+    ConditionType("HOURS", "opening hours: path hours.<Day>, expected the time it must be open", "model"),
     ConditionType("REVIEW_TEXT", "reviews should mention it: path reviews, expected one keyword", "keyword"),
 )
 
