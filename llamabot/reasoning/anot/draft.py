@@ -5,10 +5,11 @@ with ``lwt_set``/``lwt_insert`` and calls ``done()``. The draft also is the fall
 
 Each condition ``k`` becomes step ``ck``: a ``value`` condition a CHECK of the value at its path
 (``{(items)}[*][attributes][GoodForKids] == True``; an expected value written ``<= 2`` or ``not False`` keeps its
-operator), a ``keyword`` condition a CHECK that at least one text mentions the keyword
-(``{(items)}[*][reviews][~live music] >= 1``); a ``model`` condition, or a value no CHECK can compare with
-(``< cheap``), an LLM step that lists the values for the model to judge. Paths the model wrote loosely (``GoodForKids``, ``ambience.hipster``)
-are located in the items' actual fields by :func:`locate_path`.
+operator), a ``keyword`` condition a CHECK that a text mentions the keyword (``{(items)}[*][reviews][~live music]
+== True``: at least one review; ``[categories][~Gelato]``: the text itself); a ``model`` condition an LLM step that
+lists the values for the model to judge, unless its expected value is ``True``/``False`` (the 1.5B model types
+conditions loosely: ``WiFi`` as HOURS); so does a value no CHECK can compare with (``< cheap``). Paths the model
+wrote loosely (``GoodForKids``, ``ambience.hipster``) are located in the items' actual fields by :func:`locate_path`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from llamabot.reasoning.anot.checks import CheckError
+from llamabot.reasoning.anot.checks import CheckError, parse_check
 from llamabot.reasoning.anot.lwt import CHECK, LWTStep
 from llamabot.reasoning.anot.paths import MISSING, DataPathError, parse_path, walk
 from llamabot.reasoning.anot.strategy import Condition, Strategy
@@ -50,9 +51,18 @@ def locate_path(items: Sequence[Any], segments: Sequence[str]) -> tuple[str, ...
     return min(matches, key=len) if matches else segments
 
 
+def _is_text(item: Any, segments: tuple[str, ...]) -> bool:
+    try:
+        return isinstance(walk(item, segments), str)
+    except DataPathError:  # e.g. a key into a list
+        return False
+
+
 def _text_list_path(items: Sequence[Any], segments: tuple[str, ...]) -> tuple[str, ...]:
-    """For a keyword condition: cut the path at the first list (``reviews.text`` -> ``reviews``); else the first
-    top-level list of texts in the items."""
+    """For a keyword condition: the path itself when it leads to a text (``categories``); else the path cut at the
+    first list (``reviews.text`` -> ``reviews``); else the first top-level list of texts in the items."""
+    if segments and any(_is_text(item, segments) for item in items):
+        return segments
     for end in range(1, len(segments) + 1):
         if any(isinstance(walk(item, segments[:end]), list) for item in items):
             return segments[:end]
@@ -82,12 +92,12 @@ def _comparison(expected: str) -> str:
 
 
 def _check_step(step_id: str, expression: str) -> LWTStep | None:
-    step = LWTStep(step_id, expression, kind=CHECK)
+    """A CHECK step of ``expression``, or ``None`` when no CHECK can compare it (e.g. ``< cheap``)."""
     try:
-        step.check
+        parse_check(expression)
     except CheckError:
         return None
-    return step
+    return LWTStep(step_id, expression, kind=CHECK)
 
 
 def condition_step(condition: Condition, items: Sequence[Any], vocabulary: Vocabulary) -> LWTStep:
@@ -101,7 +111,7 @@ def condition_step(condition: Condition, items: Sequence[Any], vocabulary: Vocab
     how = check_of(vocabulary, condition.type)
     if how == "keyword":
         where = _text_list_path(items, segments)
-        check = _check_step(step_id, f"{{(items)}}[*]{_brackets(where)}[~{expected}] >= 1")
+        check = _check_step(step_id, f"{{(items)}}[*]{_brackets(where)}[~{expected}] == True")
         if check is not None:
             return check
         prompt = (
@@ -110,8 +120,8 @@ def condition_step(condition: Condition, items: Sequence[Any], vocabulary: Vocab
         )
     else:
         where = locate_path(items, segments)
-        check = _check_step(step_id, f"{{(items)}}[*]{_brackets(where)} {_comparison(expected)}") if how == "value" else None
-        if check is not None:
+        check = _check_step(step_id, f"{{(items)}}[*]{_brackets(where)} {_comparison(expected)}")
+        if check is not None and (how == "value" or isinstance(check.check.expected, bool)):
             return check
         prompt = (
             f"{where[-1] if where else condition.path}: {{(items)}}[*]{_brackets(where)}. Which are {expected}? "

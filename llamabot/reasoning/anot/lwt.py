@@ -240,7 +240,7 @@ def _parse_at(text: str, pos: int, line: int, lenient_end: bool = False) -> tupl
     step = LWTStep(step_id, prompt, line, kind)
     if kind == CHECK:
         try:
-            step.check
+            parse_check(prompt)
         except CheckError as exc:
             raise LWTSyntaxError(f"step {step_id!r}: {exc}", line, step_id) from None
     return step, end

@@ -16,7 +16,7 @@ from llamabot.evals.provenance import git_commit, prompt_version
 from llamabot.models.reply import ModelRequest
 from llamabot.models.scripted import text
 from llamabot.reasoning.anot.bot import ANoTBot
-from tests.reasoning.anot.helpers import FIXTURE_DATA, ITEMS, phase, three_phase_responder
+from tests.reasoning.anot.helpers import FIXTURE_DATA, ITEMS, MODEL_STRATEGY, phase, three_phase_responder
 
 
 def test_anot_cot_010_all_items_go_into_one_prompt_under_the_token_budget():
@@ -42,7 +42,7 @@ def test_anot_cot_020_an_unparseable_answer_falls_back_to_item_order():
 def eval_responder(request: ModelRequest):
     if request.messages[0]["content"].startswith("You rank items"):
         return text("[2, 1]")
-    return three_phase_responder(final="[2, 1]", condition="[2]")(request)
+    return three_phase_responder(final="[2, 1]", condition="[2]", strategy=MODEL_STRATEGY)(request)
 
 
 @pytest.mark.parametrize("method", ["anot", "cot"])

@@ -26,6 +26,18 @@ STRATEGY = {
     "message": "kids and cozy",
 }
 
+#: Conditions the model judges (HOURS is a ``model`` condition type): their draft steps are LLM steps, so phase 3
+#: calls the model once per condition (the conditions of ``STRATEGY`` are CHECK steps, evaluated without it).
+MODEL_STRATEGY = {
+    "conditions": [
+        {"request_words": "w", "id": 1, "type": "HOURS", "path": "hours.Monday", "expected": "open at 8:00"},
+        {"request_words": "w", "id": 2, "type": "HOURS", "path": "hours.Sunday", "expected": "open at 9:00"},
+    ],
+    "logic": "AND(1, 2)",
+    "total_items": 3,
+    "message": "open early",
+}
+
 
 def phase(request: ModelRequest) -> str:
     """Which phase a request belongs to: P1 (structured output), P2 (tools offered) or P3 (a step)."""

@@ -51,13 +51,16 @@ def test_anot_bot_020_a_run_returns_ranking_strategy_script_outputs_and_phase_st
     seed_way = ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=0, rank_by="final")("kids and cozy", ITEMS)
     assert seed_way.ranking.indices == (3, 1, 2) and seed_way.best == 3 and seed_way.ranking.source == "list"
     assert [s.id for s in result.steps] == ["c1", "c2", "final"]
+    assert [s.kind for s in result.steps] == ["CHECK", "CHECK", "LLM"]
+    # the condition steps are CHECKs: the program lists the kid-friendly items and those with a cozy review
+    assert result.outputs == {"c1": "[1, 3]", "c2": "[1, 3]"}
     assert set(result.stats) == {"P1", "P2", "P3"}
-    assert (result.stats["P1"].calls, result.stats["P2"].calls, result.stats["P3"].calls) == (1, 1, 2)
-    assert seed_way.stats["P3"].calls == 3
-    assert all(s.prompt_tokens > 0 and s.seconds >= 0 for s in result.stats.values())
-    assert result.totals.calls == 4
+    assert (result.stats["P1"].calls, result.stats["P2"].calls, result.stats["P3"].calls) == (1, 1, 0)
+    assert seed_way.stats["P3"].calls == 1  # the final step only
+    assert all(s.prompt_tokens > 0 and s.seconds >= 0 for s in (result.stats["P1"], result.stats["P2"]))
+    assert result.totals.calls == 2
     record = json.loads(json.dumps(result.to_dict()))
-    assert record["ranking"] == [1, 3, 2] and record["phases"]["P3"]["calls"] == 2
+    assert record["ranking"] == [1, 3, 2] and record["phases"]["P3"]["calls"] == 0
     assert record["final_ranking"] == [1, 3, 2] and record["final_ranking_source"] == "scores"
     seed_record = json.loads(json.dumps(seed_way.to_dict()))
     assert seed_record["final_ranking"] == [3, 1, 2] and seed_record["final_ranking_source"] == "list"
@@ -76,7 +79,7 @@ async def test_anot_bot_040_concurrent_runs_on_one_bot_keep_their_own_state():
     assert len({r.trace.trace_id for r in results}) == 20
     for i, result in enumerate(results):
         assert result.n_items == 2 + i % 2
-        assert result.totals.calls == 4  # the scores decide: no final step
+        assert result.totals.calls == 2  # CHECK condition steps, and the scores decide: no final step
         run_spans = [s for s in result.trace.of_kind("run") if s.name == "AsyncANoTBot"]
         assert [s.attributes["query"] for s in run_spans] == [f"query {i}"]
 
@@ -94,7 +97,7 @@ def test_anot_dbg_010_level_0_is_silent_and_1_is_a_summary_in_the_seed_format():
     assert len(messages) == 3
     assert messages[0] == "Planning for: a kid-friendly cozy cafe"
     assert messages[1] == "Final ranking: 1 (top-5 [1, 3, 2], from scores)"
-    assert re.fullmatch(r"3 phases, \d+\.\d s, 4 LLM calls, \d+ prompt \+ \d+ completion tokens", messages[2])
+    assert re.fullmatch(r"3 phases, \d+\.\d s, 2 LLM calls, \d+ prompt \+ \d+ completion tokens", messages[2])
 
 
 def test_anot_dbg_020_level_2_shows_phases_strategy_and_lwt_steps():
@@ -114,11 +117,12 @@ def test_anot_dbg_020_level_2_shows_phases_strategy_and_lwt_steps():
 
 
 def test_anot_dbg_030_level_3_shows_full_prompts_and_responses():
-    text = "\n".join(run_with_log(3))
+    text = "\n".join(run_with_log(3, rank_by="final"))
     assert "[P1:R07] prompt system: Turn a request into conditions" in text
     assert "[P1:R07] response: {" in text
     assert "[P2:R07] response: done({})" in text
-    assert "[P3:R07] (c1) filled: GoodForKids: 1=True, 2=False, 3=True. Which are True?" in text
+    assert "[P3:R07] (final) filled: c1=[1, 3], c2=[1, 3]. ck lists the items" in text
+    assert "(c1) filled" not in text  # a CHECK step sends no prompt
 
 
 def test_anot_dbg_040_the_level_comes_from_anot_debug_unless_given(monkeypatch):

@@ -27,8 +27,12 @@ def test_anot_e2e_010_one_request_five_candidates_on_the_embedded_model(local_mo
     assert sorted(result.ranking.indices) == [1, 2, 3, 4, 5]
     assert result.ranking.source in ("list", "integers", "scores", "order")
     assert set(result.stats) == {"P1", "P2", "P3"}
-    assert result.stats["P1"].calls >= 1 and result.stats["P2"].calls >= 1 and result.stats["P3"].calls >= 1
-    assert all(stats.prompt_tokens > 0 for stats in result.stats.values())
+    assert result.stats["P1"].calls >= 1 and result.stats["P2"].calls >= 1
+    assert result.stats["P1"].prompt_tokens > 0 and result.stats["P2"].prompt_tokens > 0
+    # phase 3 calls the model once per LLM step that ran; CHECK steps are evaluated without it
+    assert result.stats["P3"].calls == sum(
+        1 for s in result.steps if s.kind == "LLM" and not result.outputs.get(s.id, "ERROR:").startswith("ERROR:")
+    )
     assert result.steps and execution_layers(result.steps)
     final = final_step(result.steps).id  # every step ran but the final one, which runs when its output decides
     assert {step.id for step in result.steps} - set(result.outputs) <= {final}

@@ -125,6 +125,40 @@ def test_anot_draft_010_one_step_per_condition_plus_final_with_located_paths():
     assert locate_path(ITEMS, ("nothing", "here")) == ("nothing", "here")
 
 
+def test_anot_draft_015_value_and_keyword_conditions_become_checks_the_rest_model_steps():
+    strategy = Strategy.model_validate({
+        **STRATEGY,
+        "conditions": [
+            {"request_words": "w", "id": 1, "type": "ATTR", "path": "attributes.GoodForKids", "expected": "True"},
+            {"request_words": "w", "id": 2, "type": "ATTR", "path": "attributes.WiFi", "expected": "not no"},
+            {"request_words": "w", "id": 3, "type": "ATTR", "path": "attributes.RestaurantsPriceRange2", "expected": "<= 2"},
+            {"request_words": "w", "id": 4, "type": "REVIEW_TEXT", "path": "reviews", "expected": "cozy"},
+            {"request_words": "w", "id": 5, "type": "HOURS", "path": "hours.Monday", "expected": "open 7:00"},
+            {"request_words": "w", "id": 6, "type": "ATTR", "path": "attributes.RestaurantsPriceRange2", "expected": "< cheap"},
+            {"request_words": "w", "id": 7, "type": "HOURS", "path": "attributes.WiFi", "expected": "False"},
+            {"request_words": "w", "id": 8, "type": "REVIEW_TEXT", "path": "name", "expected": "a"},
+        ],
+        "logic": "AND(1, 2, 3, 4, 5, 6, 7, 8)",
+    })
+    steps = draft_lwt(strategy, ITEMS, YELP_VOCABULARY)
+    assert [(s.kind, s.prompt) for s in steps[:4]] == [
+        ("CHECK", "{(items)}[*][attributes][GoodForKids] == True"),
+        ("CHECK", "{(items)}[*][attributes][WiFi] != no"),
+        ("CHECK", "{(items)}[*][attributes][RestaurantsPriceRange2] <= 2"),
+        ("CHECK", "{(items)}[*][reviews][~cozy] == True"),
+    ]
+    # HOURS is a "model" condition type; "< cheap" is no comparison a CHECK can make: both ask the model
+    assert [s.kind for s in steps[4:6]] == ["LLM", "LLM"]
+    # ...but a "model" condition expecting True/False is a CHECK of truthiness (the 1.5B model types loosely), and
+    # a keyword condition on a text searches the text itself
+    assert [s.prompt for s in steps[6:8]] == ["{(items)}[*][attributes][WiFi] == False", "{(items)}[*][name][~a] == True"]
+    assert steps[8].kind == "LLM" and steps[8].id == "final"
+    assert "Which are open 7:00?" in steps[4].prompt and "Which are < cheap?" in steps[5].prompt
+    assert [s.render() for s in steps[:2]] == [
+        "(c1)=CHECK('{(items)}[*][attributes][GoodForKids] == True')", "(c2)=CHECK('{(items)}[*][attributes][WiFi] != no')"
+    ]
+
+
 def test_anot_draft_020_phase2_starts_from_the_draft_unless_disabled():
     empty_start = ScriptedModel(responder=three_phase_responder())
     ANoTBot(model=empty_start, draft=False, debug=0)("q", ITEMS)
@@ -134,7 +168,7 @@ def test_anot_draft_020_phase2_starts_from_the_draft_unless_disabled():
     drafted = ScriptedModel(responder=three_phase_responder())
     ANoTBot(model=drafted, debug=0)("q", ITEMS)
     p2 = next(r for r in drafted.requests if phase(r) == "P2")
-    assert "1. (c1)=LLM(" in p2.last_user_text and "3. (final)=LLM(" in p2.last_user_text
+    assert "1. (c1)=CHECK(" in p2.last_user_text and "3. (final)=LLM(" in p2.last_user_text
     assert p2.messages[0]["content"].startswith("You check an LWT script")  # the draft shows the syntax
 
 

@@ -41,7 +41,7 @@ def test_anot_p2_010_the_agent_edits_the_script_with_its_tools_and_done_hands_it
     assert result.phase2["fallback"] is None and result.phase2["iterations"] == 5
     last = p2_requests(model)[-1]
     listing, data, inserted, replaced = tool_results(last)
-    assert listing.startswith("1. (c1)=LLM(") and "3. (final)" in listing
+    assert listing.startswith("1. (c1)=CHECK(") and "3. (final)=LLM(" in listing
     assert '"GoodForKids": true' in data and '"WiFi": "free"' in data
     assert inserted == "inserted (c3) as step 2 of 4." and replaced == "set step 4 to (final)."
     assert result.outputs["c3"] == "[1, 3]" and set(result.outputs) == {"c1", "c2", "c3"}  # the scores decided
