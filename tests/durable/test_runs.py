@@ -84,16 +84,18 @@ def test_dur_step_020_tot_model_calls_are_steps(tmp_path):
 
 def make_anot():
     from llamabot.reasoning.anot import ANoTBot
-    from tests.reasoning.anot.helpers import three_phase_responder
+    from tests.reasoning.anot.helpers import MODEL_STRATEGY, three_phase_responder
 
-    return ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=0)
+    # conditions the model judges: phase 3's steps are model calls (CHECK steps call no model)
+    return ANoTBot(model=ScriptedModel(responder=three_phase_responder(strategy=MODEL_STRATEGY)), debug=0)
 
 
 def make_anot_by_final():
     from llamabot.reasoning.anot import ANoTBot
-    from tests.reasoning.anot.helpers import three_phase_responder
+    from tests.reasoning.anot.helpers import MODEL_STRATEGY, three_phase_responder
 
-    return ANoTBot(model=ScriptedModel(responder=three_phase_responder()), debug=0, rank_by="final")
+    return ANoTBot(model=ScriptedModel(responder=three_phase_responder(strategy=MODEL_STRATEGY)), debug=0,
+                   rank_by="final")
 
 
 @pytest.mark.parametrize("factory", [make_anot, make_anot_by_final])

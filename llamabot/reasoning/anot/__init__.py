@@ -9,12 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from llamabot.lazy import lazy_attributes
+from llamabot.reasoning.anot.checks import CheckError, parse_check
 from llamabot.reasoning.anot.lwt import (
     LWTCycleError,
     LWTError,
     LWTReferenceError,
     LWTStep,
     LWTSyntaxError,
+    StepKind,
     execution_layers,
     parse_lwt,
 )
@@ -40,6 +42,7 @@ __all__ = [
     "ANoTBot",
     "ANoTResult",
     "AsyncANoTBot",
+    "CheckError",
     "ConditionType",
     "DataPathError",
     "LWTCycleError",
@@ -48,12 +51,14 @@ __all__ = [
     "LWTStep",
     "LWTSyntaxError",
     "Ranking",
+    "StepKind",
     "Strategy",
     "SubstitutionContext",
     "SubstitutionError",
     "YELP_VOCABULARY",
     "execution_layers",
     "lwt_mermaid",
+    "parse_check",
     "parse_lwt",
     "parse_ranking",
     "render_strategy",

@@ -81,23 +81,23 @@ def _check_concurrency(concurrency: int) -> None:
 
 
 def step_output(call: StepCall, model: ChatModel, params: dict[str, Any]) -> str:
-    """One step, sync: a CHECK's output, ``ERROR: ...`` when the step could not be filled, else the model's
-    answer."""
-    if call.output is not None:
-        return call.output
-    if call.prompt is None:
+    """One step, sync: ``ERROR: ...`` when the step could not be filled, a CHECK's output, else the model's
+    answer (each step but an unfilled one in its ``lwt_step`` span)."""
+    if call.prompt is None and call.output is None:
         return _error_output(call)
     with span(call.step.id, "lwt_step"):
+        if call.output is not None:
+            return call.output
         return run_exchange(step_exchange(model.name, call.prompt, params), model)
 
 
 async def astep_output(call: StepCall, model: ChatModel, params: dict[str, Any]) -> str:
     """Async twin of :func:`step_output`."""
-    if call.output is not None:
-        return call.output
-    if call.prompt is None:
+    if call.prompt is None and call.output is None:
         return _error_output(call)
     with span(call.step.id, "lwt_step"):
+        if call.output is not None:
+            return call.output
         return await arun_exchange(step_exchange(model.name, call.prompt, params), model)
 
 

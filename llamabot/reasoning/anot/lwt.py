@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from llamabot.errors import DependencyCycleError, LlamabotError
 from llamabot.graph.layers import topological_layers
@@ -84,8 +85,9 @@ class LWTCycleError(LWTError):
         )
 
 
-LLM = "LLM"
-CHECK = "CHECK"
+StepKind = Literal["LLM", "CHECK"]
+LLM: StepKind = "LLM"
+CHECK: StepKind = "CHECK"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +99,7 @@ class LWTStep:
     id: str
     prompt: str
     line: int = 0
-    kind: str = LLM
+    kind: StepKind = LLM
 
     def __post_init__(self) -> None:
         if self.kind not in (LLM, CHECK):
@@ -217,7 +219,7 @@ def _parse_at(text: str, pos: int, line: int, lenient_end: bool = False) -> tupl
     step_id = head.group("id") or ""
     _check_id(step_id, line)
     call = head.group("call") is not None
-    kind = head.group("call") or LLM
+    kind: StepKind = CHECK if head.group("call") == CHECK else LLM
     start = head.end()
     quote = text[start : start + 1]
     if quote not in ("'", '"'):

@@ -125,3 +125,29 @@ def test_anot_chk_040_a_run_evaluates_checks_without_the_model_and_a_bad_path_is
     amodel = ScriptedModel(responder=lambda request: "[3, 1]" if "top-5" in request.last_user_text else "[1]")
     aresult = asyncio.run(AsyncANoTBot(model=amodel, debug=0, rank_by="final").aexecute(script, ITEMS))
     assert aresult.outputs == result.outputs and len(amodel.requests) == 2
+    # every step that ran has its lwt_step span, a CHECK's without a model call below it
+    steps = {s.name: s for s in result.trace.of_kind("lwt_step")}
+    assert set(steps) == {"c1", "c3", "final"}  # c2 could not be walked: an ERROR output, no span
+    by_id = {s.span_id: s for s in result.trace.spans}
+    calls = {by_id[s.parent_id].name for s in result.trace.spans if s.category == "model_call"}
+    assert calls == {"c3", "final"}
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=True) | st.text(max_size=6),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=4), children, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(JSON, st.sampled_from(["True", "no", "2", "-1.5", "free", "0"]))
+def test_anot_chk_010_any_data_value_compares_without_error_and_not_equal_is_the_complement(value, written):
+    items = [{"v": value}]
+    equal = matching_items(parse_check(f"{{(items)}}[*][v] == {written}"), items)
+    unequal = matching_items(parse_check(f"{{(items)}}[*][v] != {written}"), items)
+    if value is None:
+        assert equal == unequal == []  # None, like missing, never matches
+    else:
+        assert sorted(equal + unequal) == [1]
+    if isinstance(parse_check(f"{{(items)}}[*][v] == {written}").expected, float):
+        matching_items(parse_check(f"{{(items)}}[*][v] >= {written}"), items)  # ordering never raises either
