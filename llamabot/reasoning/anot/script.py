@@ -111,7 +111,7 @@ class LWTScript:
             raise IndexError(f"no step {position}; valid positions: {valid}")
         step = parse_step(text)
         old = self.steps[position - 1]
-        if step.id == old.id and step.prompt == old.prompt:
+        if (step.id, step.prompt, step.kind) == (old.id, old.prompt, old.kind):
             return f"step {position} is already exactly this; nothing changed. If the script is right, call done()."
         notes = self._checked(step, [*self.steps[: position - 1], step, *self.steps[position:]], old)
         self.steps[position - 1] = step
@@ -134,5 +134,5 @@ def check_cycles(steps: Sequence[LWTStep]) -> None:
         for ref in step.references:
             if ref not in defined:
                 prompt = prompt.replace("{(" + ref + ")}", "")
-        known.append(LWTStep(step.id, prompt, step.line))
+        known.append(LWTStep(step.id, prompt, step.line, step.kind))
     execution_layers(known)

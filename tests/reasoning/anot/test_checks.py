@@ -84,6 +84,9 @@ def test_anot_chk_020_the_script_refuses_a_malformed_check_naming_the_step_and_l
     with pytest.raises(LWTSyntaxError, match="compares numbers"):
         script.insert(1, "(c1)=CHECK('{(items)}[*][attributes][WiFi] > free')")
     assert "inserted (c1)" in script.insert(1, "(c1)=CHECK('{(items)}[*][attributes][GoodForKids] == True')")
+    # the same text as an LLM step is another step: lwt_set replaces it
+    assert script.set(1, "(c1)=LLM('{(items)}[*][attributes][GoodForKids] == True')").startswith("set step 1")
+    assert script.steps[0].kind == "LLM"
 
 
 @given(
