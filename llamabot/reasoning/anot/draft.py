@@ -91,11 +91,14 @@ def _comparison(expected: str) -> str:
     return f"== {expected}"
 
 
-def _check_step(step_id: str, expression: str) -> LWTStep | None:
-    """A CHECK step of ``expression``, or ``None`` when no CHECK can compare it (e.g. ``< cheap``)."""
+def _check_step(step_id: str, expression: str, truth_only: bool = False) -> LWTStep | None:
+    """A CHECK step of ``expression``, or ``None`` when no CHECK can compare it (e.g. ``< cheap``) or, with
+    ``truth_only``, when it does not compare with True/False."""
     try:
-        parse_check(expression)
+        check = parse_check(expression)
     except CheckError:
+        return None
+    if truth_only and not isinstance(check.expected, bool):
         return None
     return LWTStep(step_id, expression, kind=CHECK)
 
@@ -120,8 +123,8 @@ def condition_step(condition: Condition, items: Sequence[Any], vocabulary: Vocab
         )
     else:
         where = locate_path(items, segments)
-        check = _check_step(step_id, f"{{(items)}}[*]{_brackets(where)} {_comparison(expected)}")
-        if check is not None and (how == "value" or isinstance(check.check.expected, bool)):
+        check = _check_step(step_id, f"{{(items)}}[*]{_brackets(where)} {_comparison(expected)}", how != "value")
+        if check is not None:
             return check
         prompt = (
             f"{where[-1] if where else condition.path}: {{(items)}}[*]{_brackets(where)}. Which are {expected}? "
