@@ -41,6 +41,10 @@ PAIRS_OPTION = typer.Option(True, "--pair-steps/--no-pair-steps",
                             help="Game of 24: with three numbers left, the model proposes two steps for each pair of "
                                  "them (one + or *, one - or /) instead of free proposals, where --branching keeps "
                                  "both steps of every pair (6 for three pairs, the default).")
+FINISH_OPTION = typer.Option(True, "--finish-steps/--no-finish-steps",
+                             help="Game of 24: with --last-results, a result the evaluator wrote that reaches 24 is "
+                                  "also that candidate's last step (checked by the rules), so the search ends there "
+                                  "without asking for the last step again.")
 BRIEF_OPTION = typer.Option(False, "--brief/--no-brief",
                             help="Game of 24: the rules-only system prompt, with examples only in the turns that need "
                                  "them (about half the tokens; measured: fewer puzzles solved), instead of the full "
@@ -111,6 +115,7 @@ def tot_command(
     last_results: bool = RESULTS_OPTION,
     pair_steps: bool = PAIRS_OPTION,
     brief: bool = BRIEF_OPTION,
+    finish_steps: bool = FINISH_OPTION,
     prefer_deeper: bool = DEEPER_OPTION,
     stream: bool = typer.Option(True, help="Show the model's text as it is generated."),
     mermaid: bool = typer.Option(False, "--mermaid", help="Also print the explored tree as mermaid."),
@@ -160,7 +165,8 @@ def tot_command(
     try:
         bot = ToTBot(
             model=model,
-            prompts=Game24Prompts(tries=tries, last_results=last_results, pair_steps=pair_steps, brief=brief)
+            prompts=Game24Prompts(tries=tries, last_results=last_results, pair_steps=pair_steps, brief=brief,
+                                  finish_steps=finish_steps)
             if is_game
             else ToTPrompts(),
             goal_test=is_solution_path if (is_game and verify) else None,
@@ -222,6 +228,7 @@ def eval_tot_command(
     last_results: bool = RESULTS_OPTION,
     pair_steps: bool = PAIRS_OPTION,
     brief: bool = BRIEF_OPTION,
+    finish_steps: bool = FINISH_OPTION,
     prefer_deeper: bool = DEEPER_OPTION,
     max_tokens: int = MAX_TOKENS_OPTION,
 ) -> None:
@@ -273,7 +280,8 @@ def eval_tot_command(
 
     try:
         with progress:
-            prompts = Game24Prompts(tries=tries, last_results=last_results, pair_steps=pair_steps, brief=brief)
+            prompts = Game24Prompts(tries=tries, last_results=last_results, pair_steps=pair_steps, brief=brief,
+                                    finish_steps=finish_steps)
             report = evaluate_game24(puzzles, model, methods=chosen, tot_options=options, verify=verify,
                                      prompts=prompts, dataset=str(path), on_attempt=on_attempt, max_tokens=max_tokens,
                                      checkpoint=partial(_write_report, out) if out is not None else None,

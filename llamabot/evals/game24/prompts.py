@@ -34,6 +34,7 @@ from llamabot.reasoning.tot.messages import (
     Phase,
     ThoughtEntry,
 )
+from llamabot.reasoning.tot.parsing import NEXT_KEY
 from llamabot.reasoning.tot.prompts import ToTPrompts, request_of, scores_schema
 
 #: ToT defaults for the Game of 24 on a small local model: three steps, only full paths count as answers,
@@ -175,6 +176,15 @@ def results_score(entry: Any) -> float | None:
     return 1.0 if any(step is not None and step.result == 24 for step in steps) else 0.0
 
 
+def finishing_steps(entry: Any) -> list[str]:
+    """The results in an evaluator's results entry that say 24 (``["14 + 10 = 24"]``), as it wrote them: the
+    candidate's last step, written by the model (nothing is recomputed here; the rules check it as a step)."""
+    if results_score(entry) is None:
+        return []
+    texts = (entry[name].strip() for name in RESULT_FIELDS if isinstance(entry.get(name), str))
+    return [text for text in texts if (step := parse_step(text)) is not None and step.result == 24]
+
+
 #: A proposal written for one pair (``pair_steps``) is ``a op b = c`` on exactly that pair, the result a number.
 #: (Written without backslashes: llama.cpp's grammar reader does not take escapes such as ``\.`` in a literal;
 #: bounded, so that a long decimal ends.)
@@ -278,6 +288,10 @@ class Game24Prompts(ToTPrompts):
     numbers instead of a score (``{"t2": {"sum": "14 + 10 = 24", "difference": "14 - 10 = 4", ...}}``), and the
     candidate scores 1 when one of the results it wrote is 24, else 0 (the paper's value prompt: *sure* when its
     own arithmetic reaches 24, *impossible* when it does not); other candidates are scored as before.
+    ``finish_steps`` (with ``last_results``): a result the evaluator wrote that reaches 24 (``"14 + 10 = 24"``)
+    is also that candidate's last step (:func:`finishing_steps`, the reply's ``"next"``): the machine files it
+    as the candidate's child, checked by the rules like any proposal, so a search whose evaluator already wrote
+    the last step ends there instead of spending a generation and an evaluation call on writing it again.
     ``pair_steps``: where three or more numbers are left and they make at most :data:`MAX_PAIRS` distinct
     pairs, and the expansion asks for enough thoughts to keep two steps of every pair (``branching_factor`` 6 for
     three pairs), the model proposes two steps for each pair, one that adds or multiplies it and one that subtracts or
@@ -295,11 +309,12 @@ class Game24Prompts(ToTPrompts):
     last_results: bool = True
     pair_steps: bool = True
     brief: bool = False
+    finish_steps: bool = True
 
     def options(self) -> dict[str, bool]:
         """The switches of these prompts, as a report records them."""
         return {"tries": self.tries, "last_results": self.last_results, "pair_steps": self.pair_steps,
-                "brief": self.brief}
+                "brief": self.brief, "finish_steps": self.finish_steps}
 
     def system_prompt(self, phase: Phase) -> str:
         """The prompt given for ``phase``, else :data:`GAME24_BRIEF_SYSTEM` (``brief``) or :data:`GAME24_SYSTEM`:
@@ -453,8 +468,12 @@ class Game24Prompts(ToTPrompts):
         read = {key: results_score(entry) for key, entry in scores.items()}
         if all(score is None for score in read.values()):
             return text
-        return json.dumps({"scores": {key: entry if read[key] is None else read[key]
-                                      for key, entry in scores.items()}})
+        scored: dict[str, Any] = {"scores": {key: entry if read[key] is None else read[key]
+                                             for key, entry in scores.items()}}
+        finishing = {key: steps for key, entry in scores.items() if (steps := finishing_steps(entry))}
+        if self.finish_steps and finishing:
+            scored[NEXT_KEY] = finishing
+        return json.dumps(scored)
 
     def step_rules(self, problem: str, path: tuple[str, ...], thought: str) -> str | None:
         """Wrong arithmetic, a number that is not left, or no ``a op b = c`` at all (see

@@ -15,7 +15,7 @@ evaluator sees the problem and the path.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from types import MappingProxyType
@@ -38,7 +38,7 @@ from llamabot.reasoning.tot.messages import (
     add_usage,
 )
 from llamabot.reasoning.tot.options import ToTError, ToTOptions, Traversal, with_options
-from llamabot.reasoning.tot.parsing import parse_scores, parse_thoughts
+from llamabot.reasoning.tot.parsing import parse_continuations, parse_scores, parse_thoughts
 from llamabot.reasoning.tot.tree import (
     ThoughtNode,
     find_best_leaf,
@@ -146,6 +146,7 @@ class ToTMachine:
     recent_best_scores: tuple[float, ...] = ()
     closed_nodes: tuple[str, ...] = ()  # nodes whose thoughts could not be read: branches closed
     rejected_steps: tuple[str, ...] = ()  # proposals that broke the problem's rules, each with the rule
+    continued_nodes: tuple[str, ...] = ()  # nodes an evaluation reply wrote as a candidate's next step
     run_id: str | None = None  # the start call id; later call ids are ``<run_id>.<n>``
     node_seq: int = 0
     call_seq: int = 0
@@ -213,11 +214,12 @@ def update(machine: ToTMachine, msg: Message, env: Env | None = None) -> tuple[T
             thoughts, mode = parse_thoughts(text)
             return _on_thoughts(replace(machine, usage=usage, active=active, parser_mode=mode), i, thoughts, text, env)
         scores, mode = parse_scores(text, exp.pending_thoughts)
-        return _on_scores(replace(machine, usage=usage, active=active, parser_mode=mode), i, scores, text, env)
+        return _on_scores(replace(machine, usage=usage, active=active, parser_mode=mode), i, scores, text, env,
+                          parse_continuations(text, exp.pending_thoughts))
     if isinstance(msg, ThoughtsGenerated) and exp.phase == "generation":
         return _on_thoughts(machine, i, list(msg.thoughts), None, env)
     if isinstance(msg, ThoughtsEvaluated) and exp.phase == "evaluation":
-        return _on_scores(machine, i, dict(msg.scores), None, env)
+        return _on_scores(machine, i, dict(msg.scores), None, env, dict(msg.continuations))
     return machine, []
 
 
@@ -343,8 +345,8 @@ def _on_thoughts(m: ToTMachine, i: int, thoughts: list[str], raw: str | None,
     return m, [EvaluateThoughts(call_id, exp.node_id, m.prompt or "", path_texts(m, exp.node_id), entries)]
 
 
-def _on_scores(m: ToTMachine, i: int, scores: dict[str, Any], raw: str | None,
-               env: Env) -> tuple[ToTMachine, list[Directive]]:
+def _on_scores(m: ToTMachine, i: int, scores: dict[str, Any], raw: str | None, env: Env,
+               continuations: Mapping[str, Sequence[str]] = MappingProxyType({})) -> tuple[ToTMachine, list[Directive]]:
     exp = m.active[i]
     clean = {}
     for key, value in scores.items():
@@ -366,7 +368,41 @@ def _on_scores(m: ToTMachine, i: int, scores: dict[str, Any], raw: str | None,
         child_ids.append(node_id)
     nodes[parent.id] = replace(parent, children=(*parent.children, *child_ids))
     m = replace(m, nodes=nodes, node_seq=m.node_seq + len(child_ids), active=_swapped(m.active, i, None))
-    return _after_evaluation(m, [nodes[c] for c in child_ids], env)
+    m, continued = _continued(m, list(zip(child_ids, exp.pending_thoughts[: len(child_ids)], strict=True)), continuations, env)
+    return _after_evaluation(m, [m.nodes[c] for c in (*child_ids, *continued)], env)
+
+
+def _continued(m: ToTMachine, children: list[tuple[str, ThoughtEntry]], continuations: Mapping[str, Sequence[str]],
+               env: Env) -> tuple[ToTMachine, list[str]]:
+    """The next steps the evaluation reply wrote for its candidates (``continuations``: thought id -> steps),
+    added as those candidates' children: each checked by the problem's rules as a proposal is (a broken one is
+    dropped and recorded), scored as the candidate it continues (the evaluator's judgement of that candidate),
+    within ``max_nodes`` and ``max_depth``. The model wrote every one of them; the machine only files them, so a
+    step the evaluator already wrote costs no generation call. Returns the machine and the new node ids."""
+    nodes, added, broken = dict(m.nodes), [], []
+    for child_id, entry in children:
+        child = nodes[child_id]
+        if child.depth >= m.options.max_depth or not continuations.get(entry.id):
+            continue
+        path = path_texts(m, child_id)
+        ids = []
+        for step in continuations[entry.id]:
+            if len(nodes) >= m.options.max_nodes:
+                break
+            reason = env.step_check(m.prompt or "", path, step) if env.step_check is not None else None
+            if reason:
+                broken.append(reason)
+                continue
+            node_id = f"n{m.node_seq + len(added)}"
+            nodes[node_id] = ThoughtNode(node_id, child_id, step, child.score, (), child.depth + 1)
+            ids.append(node_id)
+            added.append(node_id)
+        if ids:
+            nodes[child_id] = replace(child, children=(*child.children, *ids))
+    if not added and not broken:
+        return m, []
+    return replace(m, nodes=nodes, node_seq=m.node_seq + len(added), continued_nodes=(*m.continued_nodes, *added),
+                   rejected_steps=(*m.rejected_steps, *broken)), added
 
 
 def _after_evaluation(m: ToTMachine, children: list[ThoughtNode], env: Env) -> tuple[ToTMachine, list[Directive]]:

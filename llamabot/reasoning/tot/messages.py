@@ -43,10 +43,12 @@ class ThoughtsGenerated:
 
 @dataclass(frozen=True, slots=True)
 class ThoughtsEvaluated:
-    """Scores in [0, 1] for the pending thoughts, keyed by thought id (``t1``, ``t2``...)."""
+    """Scores in [0, 1] for the pending thoughts, keyed by thought id (``t1``, ``t2``...), and the next steps the
+    evaluation wrote for some of them (``continuations``: id -> steps, added as their children)."""
 
     call_id: str
     scores: Mapping[str, float] = field(hash=False)
+    continuations: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True, slots=True)

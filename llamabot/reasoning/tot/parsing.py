@@ -202,3 +202,34 @@ def parse_scores(text: str | None, thoughts: Sequence[ThoughtEntry | str]) -> tu
         if thought_id is not None and score is not None and thought_id not in found:
             found[thought_id] = score
     return (_normalised(found), "numbered") if found else ({}, "none")
+
+
+#: The key of an evaluation reply that carries continuations (:func:`parse_continuations`).
+NEXT_KEY = "next"
+
+
+def parse_continuations(text: str | None, thoughts: Sequence[ThoughtEntry | str]) -> dict[str, tuple[str, ...]]:
+    """Next steps an evaluation reply wrote for its candidates: ``{"scores": {...}, "next": {"t1": ["<step>"]}}``
+    -> ``{"t1": ("<step>",)}`` (keys read as :func:`parse_scores` reads them; non-text steps, empties and
+    repeats left out). Only a JSON object with a ``"next"`` mapping carries any; every other reply none. A
+    task's prompts put them there (:meth:`~llamabot.reasoning.tot.prompts.ToTPrompts.read_reply`) when the
+    evaluator's own reply already wrote a candidate's next step, e.g. the Game of 24's last step."""
+    entries = _entries(thoughts)
+    if not text or not entries:
+        return {}
+    try:
+        value = json.loads(text)
+    except JSON_FAILURES:
+        return {}
+    written = value.get(NEXT_KEY) if isinstance(value, dict) else None
+    if not isinstance(written, dict):
+        return {}
+    found: dict[str, tuple[str, ...]] = {}
+    for key, steps in written.items():
+        thought_id = _key_to_id(key, entries)
+        if thought_id is None or not isinstance(steps, list):
+            continue
+        kept = tuple(dict.fromkeys(s.strip() for s in steps if isinstance(s, str) and s.strip()))
+        if kept:
+            found[thought_id] = kept
+    return found

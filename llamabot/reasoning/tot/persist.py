@@ -14,7 +14,7 @@ from llamabot.reasoning.tot.tree import ThoughtNode
 
 __all__ = ["from_dict", "to_dict"]
 
-_TUPLES = ("frontier", "solution_path", "parser_errors", "recent_best_scores", "closed_nodes", "rejected_steps",
+_TUPLES = ("frontier", "solution_path", "parser_errors", "recent_best_scores", "closed_nodes", "rejected_steps", "continued_nodes",
            "abandoned_calls")
 
 
