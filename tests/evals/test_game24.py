@@ -353,3 +353,62 @@ def test_tot_g24_089_brief_prompts_give_the_rules_and_examples_only_where_a_turn
     assert full.evaluation_user(two).count('"sum"') == 2
     assert brief.response_format(two) == full.response_format(two)  # the grammar holds the same shape
     assert brief.options()["brief"] is True and brief.prompt_texts() != full.prompt_texts()
+
+
+def test_tot_g24_091_with_finish_steps_a_result_of_24_the_evaluator_wrote_is_the_candidates_last_step():
+    from llamabot.reasoning.tot.parsing import parse_continuations, parse_scores
+
+    directive = EvaluateThoughts("c", "n2", "1 5 9 11", ("5 + 9 = 14",),
+                                 (ThoughtEntry("t1", "11 - 1 = 10"), ThoughtEntry("t2", "11 * 1 = 11")))
+    reply = ('{"scores": {"t1": {"sum": "14 + 10 = 24", "difference": "14 - 10 = 4", "product": "14 * 10 = 140", '
+             '"quotient": "14 / 10 = 1.4"}, "t2": {"sum": "14 + 11 = 25", "difference": "14 - 11 = 3", '
+             '"product": "14 * 11 = 154", "quotient": "14 / 11 = 1.27"}}}')
+    on, off = Game24Prompts(), Game24Prompts(finish_steps=False)
+    assert on.options()["finish_steps"] and not off.options()["finish_steps"]  # a report records the switch
+    read = on.read_reply(directive, reply)
+    assert parse_scores(read, directive.thoughts)[0] == {"t1": 1.0, "t2": 0.0}  # the scores are unchanged
+    assert parse_continuations(read, directive.thoughts) == {"t1": ("14 + 10 = 24",)}
+    assert parse_continuations(off.read_reply(directive, reply), directive.thoughts) == {}
+    # the model's arithmetic as written: a wrong 24 is passed on too (the rules drop it as a step, see below)
+    wrong = reply.replace("14 * 11 = 154", "14 * 11 = 24")
+    assert parse_continuations(on.read_reply(directive, wrong), directive.thoughts)["t2"] == ("14 * 11 = 24",)
+
+
+def _wrong_24_model(request):
+    """``_results_model``, except that every results entry also claims ``a * b = 24`` (wrong arithmetic)."""
+    reply = _results_model(request)
+    data = json.loads(reply.content)
+    if "scores" not in data:
+        return reply
+    for entry in data["scores"].values():
+        if isinstance(entry, dict) and "product" in entry and not entry["sum"].endswith("= 24"):
+            a, _, b = entry["product"].split(" = ")[0].partition(" * ")
+            entry["product"] = f"{a} * {b} = 24"
+    return json_reply(data)
+
+
+def test_tot_g24_091_a_search_ends_on_the_step_the_evaluator_wrote_and_the_rules_drop_a_wrong_one():
+    from llamabot.evals.game24.steps import step_violation
+    from llamabot.models.scripted import ScriptedModel
+    from llamabot.reasoning.tot.graph import ToTBot
+    from llamabot.reasoning.tot.machine import path_texts
+
+    def search(finish_steps, responder=_results_model):
+        model = ScriptedModel(responder=responder)
+        bot = ToTBot(model=model, prompts=Game24Prompts(finish_steps=finish_steps), branching_factor=3, min_depth=3,
+                     max_depth=3, max_model_calls=12, prefer_deeper=True)
+        return bot("4 9 10 13"), len(model.requests)
+
+    (finished, calls), (asked, asked_calls) = search(True), search(False)
+    assert check_game24("4 9 10 13", finished.answer) and check_game24("4 9 10 13", asked.answer)
+    assert calls == asked_calls - 2  # no generation and evaluation of the last step: the evaluator wrote it
+    last = finished.machine.nodes[finished.machine.solution_path[-1]]
+    assert last.id in finished.machine.continued_nodes and last.depth == 3
+    # a claimed 24 with wrong arithmetic breaks the rules: recorded, never filed as a step
+    result, _ = search(True, _wrong_24_model)
+    broken = [r for r in result.diagnostics["rejected_steps"] if "not 24" in r]
+    assert broken and check_game24("4 9 10 13", result.answer)
+    machine = result.machine
+    for node_id in machine.continued_nodes:  # what was filed is a legal step, its claimed 24 exact
+        path = path_texts(machine, node_id)
+        assert path[-1].endswith("= 24") and step_violation("4 9 10 13", path[:-1], path[-1]) is None

@@ -166,19 +166,19 @@ def test_tot_cli_070_parallel_and_brief_reach_the_search_and_the_prompts(tmp_pat
 
     model = oracle_model(name="tot-cli-parallel")
     name = register_scripted_provider(model, prefix="scripted-tot-cli-parallel")
-    result = CliRunner().invoke(app, ["tot", "4 9 10 13", "--model", name, "--no-stream", "--parallel", "2"],
-                               env=ENV)
+    result = CliRunner().invoke(app, ["tot", "4 9 10 13", "--model", name, "--no-stream", "--parallel", "2",
+                                      "--no-finish-steps"], env=ENV)
     assert result.exit_code == 0 and "check: correct" in result.output, result.output
     assert {r.messages[0]["content"] for r in model.requests} == {GAME24_SYSTEM}  # the full prompt by default
     dataset = tmp_path / "puzzles.csv"
     dataset.write_text("Rank,Puzzles\n1,4 9 10 13\n")
     out = tmp_path / "report.json"
     result = CliRunner().invoke(app, ["eval", "tot", str(dataset), "--methods", "tot", "--model", name, "--out",
-                                      str(out), "--parallel", "3", "--brief"], env=ENV)
+                                      str(out), "--parallel", "3", "--brief", "--no-finish-steps"], env=ENV)
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
     assert report["config"]["tot_options"]["parallel_expansions"] == 3 and report["attempts"][0]["solved"]
-    assert report["config"]["brief"] is True
+    assert report["config"]["brief"] is True and report["config"]["finish_steps"] is False
     assert model.requests[-1].messages[0]["content"] == GAME24_BRIEF_SYSTEM
     bad = CliRunner().invoke(app, ["tot", "4 9 10 13", "--model", name, "--parallel", "0"], env=ENV)
     assert bad.exit_code == 2 and "parallel" in bad.output

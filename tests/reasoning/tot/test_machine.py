@@ -279,3 +279,38 @@ def test_tot_mach_150_a_repair_in_a_wave_keeps_the_evaluations_the_others_still_
     machine, out = update(machine, LLMResult(g1.call_id, text="garbage"))
     assert out == [] and "generation_parse_failed" in machine.parser_errors
     assert [e.call_id for e in machine.active] == [g2.call_id]
+
+
+def _rules(problem, path, thought):
+    return None if thought.startswith("ok") else f"{thought} breaks a rule"
+
+
+def test_tot_mach_160_next_steps_an_evaluation_wrote_are_filed_as_the_candidates_children():
+    env = Env(step_check=_rules)
+    machine, (generate,) = update(new_machine(branching_factor=2, max_depth=2, min_depth=2), Start("p", "run"), env)
+    machine, (evaluate,) = update(machine, ThoughtsGenerated(generate.call_id, ("ok a", "ok b")), env)
+    reply = {"scores": {"t1": 0.5, "t2": 1}, "next": {"t2": ["ok b1", "bad b2", "ok b1"], "t9": ["ok x"]}}
+    machine, out = update(machine, LLMResult(evaluate.call_id, text=json.dumps(reply)), env)
+    # t2's step is its child, scored as t2 (the evaluator's judgement); the broken one is recorded, not filed
+    (a, b), = [get_children(machine, machine.root_id)]
+    (b1,) = get_children(machine, b.id)
+    assert (b1.content, b1.score, b1.depth, b1.parent_id) == ("ok b1", 1.0, 2, b.id)
+    assert get_children(machine, a.id) == [] and machine.continued_nodes == (b1.id,)
+    assert machine.rejected_steps == ("bad b2 breaks a rule",)
+    # a sure step at min_depth ends the search at once: no call to write the last step again
+    assert out == [] and machine.termination_reason is TerminationReason.THRESHOLD
+    assert machine.solution_path[-1] == b1.id
+    assert from_dict(to_dict(machine)) == machine  # the record is part of the saved state
+
+
+def test_tot_mach_160_continuations_keep_the_depth_and_node_budgets_and_come_by_message_too():
+    machine, d = started(branching_factor=2, max_depth=1, min_depth=1)
+    machine, [ev] = update(machine, ThoughtsGenerated(d.call_id, ("a", "b")))
+    machine, _ = update(machine, ThoughtsEvaluated(ev.call_id, {"t1": 0.2, "t2": 0.4}, {"t1": ("deeper",)}))
+    assert len(machine.nodes) == 3 and machine.continued_nodes == ()  # the candidates are at max_depth already
+    machine, d = started(branching_factor=2, max_depth=3, min_depth=3, max_nodes=4)
+    machine, [ev] = update(machine, ThoughtsGenerated(d.call_id, ("a", "b")))
+    machine, _ = update(machine, ThoughtsEvaluated(ev.call_id, {"t1": 0.5, "t2": 0.5}, {"t1": ("a1", "a2")}))
+    assert len(machine.nodes) == 4 and [machine.nodes[n].content for n in machine.continued_nodes] == ["a1"]
+    first = machine.nodes[machine.continued_nodes[0]]
+    assert first.depth == 2 and first.id in machine.frontier  # below max_depth: open like any other child

@@ -15,7 +15,7 @@ from llamabot.reasoning.tot.messages import (
     ThoughtsEvaluated,
     ThoughtsGenerated,
 )
-from llamabot.reasoning.tot.parsing import parse_scores, parse_thoughts
+from llamabot.reasoning.tot.parsing import parse_continuations, parse_scores, parse_thoughts
 
 THREE = [ThoughtEntry("t1", "alpha"), ThoughtEntry("t2", "beta"), ThoughtEntry("t3", "gamma")]
 
@@ -133,3 +133,17 @@ def test_tot_parse_050_the_retry_budget_is_per_request():
     machine, [d] = update(machine, LLMResult(d.call_id, text="?"))  # the next request has its own retry
     assert isinstance(d, CallLLMStream) and d.request.path == ("a",)
     assert machine.parse_retries == {"generation": 2, "evaluation": 1}
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    ('{"scores": {"t1": 1}, "next": {"t1": ["17 + 7 = 24"]}}', {"t1": ("17 + 7 = 24",)}),
+    ('{"scores": {"t1": 1}, "next": {"2": [" b ", "b", "", 3, "c"]}}', {"t2": ("b", "c")}),  # by index; text only, once
+    ('{"scores": {"t1": 1}, "next": {"t9": ["x"], "t1": "not a list"}}', {}),  # unknown id, not a list
+    ('{"scores": {"t1": 1}}', {}),
+    ('{"next": ["x"]}', {}),
+    ('```json\n{"next": {"t1": ["x"]}}\n```', {}),  # only a reply that is one JSON object carries any
+    ("not JSON", {}),
+    ("", {}),
+])
+def test_tot_parse_060_parse_continuations_reads_next_steps_by_thought_and_nothing_else(text, found):
+    assert parse_continuations(text, ["a", "b"]) == found

@@ -26,7 +26,7 @@ from llamabot.reasoning.tot.persist import from_dict, to_dict
 REPLIES = [
     '{"thoughts": ["a", "b", "c"]}', '```json\n{"thoughts": ["x", "y"]}\n```', "1. p\n2. q\n3. r", "garbage", "",
     '{"scores": {"t1": 0.9, "t2": 0.1, "t3": 0.5}}', '{"scores": {"t1": 1.0}}', "1. 0.3\n2. 0.8\n3. 7",
-    "t2: sure", '{"scores": [0.2, 0.95, 0.4, 0.1]}',
+    "t2: sure", '{"scores": [0.2, 0.95, 0.4, 0.1]}', '{"scores": {"t1": 1, "t2": 0}, "next": {"t1": ["n", "n", "m"]}}',
 ]
 
 options = st.builds(
@@ -76,7 +76,9 @@ def message(machine: ToTMachine, step: tuple, pick: int = 0):
     if kind == "fit":
         if exp is not None and exp.phase == "evaluation":
             pending = exp.pending_thoughts
-            return ThoughtsEvaluated(call_id, {t.id: v for t, v in zip(pending, step[1][: len(pending)], strict=True)})
+            scores = {t.id: v for t, v in zip(pending, step[1][: len(pending)], strict=True)}
+            steps = tuple(f"{len(machine.nodes)}.c{i}" for i in range(step[2]))  # next steps for the first one
+            return ThoughtsEvaluated(call_id, scores, {pending[0].id: steps} if steps else {})
         return ThoughtsGenerated(call_id, tuple(f"{len(machine.nodes)}.{i}" for i in range(step[2] + 1)))
     if kind == "generated":
         return ThoughtsGenerated(call_id, tuple(step[1]))
@@ -106,6 +108,7 @@ def assert_consistent(machine: ToTMachine) -> None:
         assert len(set(node.children)) == len(node.children)
         assert all(machine.nodes[child].parent_id == node.id for child in node.children)
     assert all(n in machine.nodes and machine.nodes[n].depth < o.max_depth for n in machine.frontier)
+    assert all(n in machine.nodes and machine.nodes[n].depth >= 2 for n in machine.continued_nodes)
     assert len(set(machine.frontier)) == len(machine.frontier)
     if o.beam_width and o.traversal_strategy.value == "best_first":
         assert len(machine.frontier) <= o.beam_width
