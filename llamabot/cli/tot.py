@@ -82,6 +82,8 @@ def tree_view(machine: Any, streaming: str = "", describe: Callable[[tuple[str, 
             text.append(f"  ◀ {'generating' if expanding.phase == 'generation' else 'evaluating'}", style="cyan")
         if node.id in machine.closed_nodes:
             text.append("  (closed)", style="dim")
+        if node.id in machine.continued_nodes:
+            text.append("  (written by the evaluator)", style="dim")
         return text
 
     def add(branch: Tree, node_id: str) -> None:

@@ -388,6 +388,9 @@ def _wrong_24_model(request):
 
 
 def test_tot_g24_091_a_search_ends_on_the_step_the_evaluator_wrote_and_the_rules_drop_a_wrong_one():
+    from rich.console import Console
+
+    from llamabot.cli.tot import tree_view
     from llamabot.evals.game24.steps import step_violation
     from llamabot.models.scripted import ScriptedModel
     from llamabot.reasoning.tot.graph import ToTBot
@@ -404,6 +407,9 @@ def test_tot_g24_091_a_search_ends_on_the_step_the_evaluator_wrote_and_the_rules
     assert calls == asked_calls - 2  # no generation and evaluation of the last step: the evaluator wrote it
     last = finished.machine.nodes[finished.machine.solution_path[-1]]
     assert last.id in finished.machine.continued_nodes and last.depth == 3
+    console = Console(record=True, width=200)  # the live tree says where the step came from
+    console.print(tree_view(finished.machine))
+    assert "written by the evaluator" in console.export_text()
     # a claimed 24 with wrong arithmetic breaks the rules: recorded, never filed as a step
     result, _ = search(True, _wrong_24_model)
     broken = [r for r in result.diagnostics["rejected_steps"] if "not 24" in r]
