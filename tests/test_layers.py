@@ -135,3 +135,12 @@ def test_agt_layer_060_no_module_imports_itself_through_others():
         if module not in state:
             circle = visit(module)
             assert circle is None, "import circle: " + " -> ".join(circle)
+
+
+#: The most lines a module of the package may have (issue #35: small files named after their concept).
+MAX_LINES = 450
+
+
+def test_agt_layer_070_no_module_is_over_the_line_limit():
+    long = {module_name(p): n for p in SOURCES if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines (split them by concept): {long}"

@@ -44,8 +44,8 @@ from llamabot.models.local.grammar import (
     tool_call_schema,
 )
 from llamabot.models.local.prefix_cache import PrefixKey, PrefixState, common_prefix_length
+from llamabot.models.local.request import LocalGenerationError, PrefixPlan, Sampling
 from llamabot.models.local.runtime import LoadedModel
-from llamabot.models.local.scheduler import LocalGenerationError, PrefixPlan, Sampling
 from llamabot.models.tool_call_text import extract_tool_calls
 from llamabot.observe.hooks import ToolCallDelta
 

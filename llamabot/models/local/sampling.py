@@ -18,7 +18,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from llamabot.models.local.scheduler import Sampling
+    from llamabot.models.local.request import Sampling
 
 
 class SequenceSampler:
