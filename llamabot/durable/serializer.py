@@ -41,6 +41,7 @@ from dbos import Serializer
 from llamabot.durable.errors import NotStorableError, RecordRefusedError
 from llamabot.errors import excerpt
 from llamabot.graph.codec import StateCodecError, decode_state, encode_state
+from llamabot.graph.state_classes import MOVED_CLASSES
 from llamabot.observe.tracing import Span, Trace
 from llamabot.observe.usage import RunUsage
 
@@ -257,6 +258,7 @@ def _exception_class(name: Any) -> type[BaseException]:
     an already-imported trusted module's. Never imports anything else, never calls anything."""
     if not isinstance(name, str) or not _CLASS_NAME.fullmatch(name):
         raise StateCodecError("error", f"{name!r} is not a class name of the form 'module:Qualname'")
+    name = MOVED_CLASSES.get(name, name)  # a class that moved since the record was written
     module, _, qualname = name.partition(":")
     cls: Any = None
     if module == "builtins" and "." not in qualname:

@@ -32,6 +32,11 @@ MOVED_MODULES = {f"llamabot.graph.{name}": f"llamabot.agents.{name}"
 #: ... and classes that moved out of a module that is still there (AoT's records left ``execute`` for ``record``).
 MOVED_CLASSES = {f"llamabot.reasoning.aot.execute:{name}": f"llamabot.reasoning.aot.record:{name}"
                  for name in ("AtomRecord", "ExecutionRecord", "RetryPolicy", "AtomTools")}
+# ToT's state types left ``machine`` for ``state``; the embedded engine's errors left ``scheduler`` for ``request``.
+MOVED_CLASSES.update({f"llamabot.reasoning.tot.machine:{name}": f"llamabot.reasoning.tot.state:{name}"
+                      for name in ("Status", "TerminationReason", "Env", "Expansion", "ToTMachine")})
+MOVED_CLASSES.update({f"llamabot.models.local.scheduler:{name}": f"llamabot.models.local.request:{name}"
+                      for name in ("LocalGenerationError", "LocalBusyError")})
 
 _CLASS_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 

@@ -211,3 +211,14 @@ def test_dur_err_090_runs_show_prints_the_error_of_a_failed_run(tmp_path):
     assert str(again.value) == str(raised.value) and again.value.tool == "boom"
     shown = CliRunner().invoke(app, ["runs", "show", "failed-1", "--db", agent.db])
     assert f"error: ToolExecutionError: {raised.value}" in " ".join(shown.output.split())  # rich wraps lines
+
+
+def test_dur_sec_050_an_error_class_that_moved_restores_under_the_name_older_records_saved():
+    """The embedded engine's errors left ``models.local.scheduler`` for ``models.local.request``: a record written
+    before still reads back as the same class (``MOVED_CLASSES``)."""
+    from llamabot.models.local.request import LocalBusyError
+
+    text = SERIALIZER.serialize(LocalBusyError("queue full"))
+    assert "llamabot.models.local.request:LocalBusyError" in text
+    older = SERIALIZER.deserialize(text.replace("models.local.request:", "models.local.scheduler:"))
+    assert type(older) is LocalBusyError and str(older) == "queue full"

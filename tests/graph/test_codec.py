@@ -603,3 +603,15 @@ def _pending_call():
     from llamabot.agents.agent_state import PendingCall
 
     return PendingCall("c1", "add", {"a": 1}, '{"a": 1}')
+
+
+def test_agt_state_020_classes_that_moved_restore_under_the_names_older_states_saved():
+    """ToT's state types left ``reasoning.tot.machine`` for ``reasoning.tot.state``: a state saved before still
+    restores (``MOVED_CLASSES``), equal to the machine it saved."""
+    from llamabot.reasoning.tot.machine import Start, new_machine, update
+
+    machine, _ = update(new_machine(branching_factor=2), Start("problem", "run"))
+    text = json.dumps(encode_state({"m": machine}))
+    assert "llamabot.reasoning.tot.state:" in text
+    older = json.loads(text.replace("llamabot.reasoning.tot.state:", "llamabot.reasoning.tot.machine:"))
+    assert decode_state(older) == {"m": machine}
