@@ -363,8 +363,9 @@ class Game24Prompts(ToTPrompts):
             return text
         scored: dict[str, Any] = {"scores": {key: entry if read[key] is None else read[key]
                                              for key, entry in scores.items()}}
-        finishing = {key: steps for key, entry in scores.items() if (steps := finishing_steps(entry))}
-        if self.finish_steps and finishing:
+        finishing = {key: steps for key, entry in scores.items() if (steps := finishing_steps(entry))} \
+            if self.finish_steps else {}
+        if finishing:
             scored[NEXT_KEY] = finishing
         return json.dumps(scored)
 

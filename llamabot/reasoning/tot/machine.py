@@ -203,23 +203,22 @@ def _retry(m: ToTMachine, i: int, phase: Phase, raw: str | None, error: str) -> 
     return m, [CallLLMStream(call_id, phase, request, raw or "", error)]
 
 
+def _legal(m: ToTMachine, env: Env, path: tuple[str, ...], thoughts: Sequence[Any]) -> tuple[list[str], list[str]]:
+    """``thoughts`` proposed after ``path``, stripped, without empties and repeats, that keep the problem's rules
+    (``env.step_check``), and the rules the others broke: how proposals and continuations are both admitted."""
+    cleaned = list(dict.fromkeys(t.strip() for t in thoughts if isinstance(t, str) and t.strip()))
+    if env.step_check is None:
+        return cleaned, []
+    verdicts = [(text, env.step_check(m.prompt or "", path, text)) for text in cleaned]
+    return [text for text, reason in verdicts if not reason], [reason for _, reason in verdicts if reason]
+
+
 def _on_thoughts(m: ToTMachine, i: int, thoughts: list[str], raw: str | None,
                  env: Env) -> tuple[ToTMachine, list[Directive]]:
     exp = m.active[i]
-    seen: set[str] = set()
-    cleaned = []
-    for thought in thoughts:
-        text = thought.strip() if isinstance(thought, str) else ""
-        if text and text not in seen:
-            seen.add(text)
-            cleaned.append(text)
-    if env.step_check is not None and cleaned:
-        path = path_texts(m, exp.node_id)
-        verdicts = [(text, env.step_check(m.prompt or "", path, text)) for text in cleaned]
-        broken = [reason for _, reason in verdicts if reason]
-        cleaned = [text for text, reason in verdicts if not reason]
-        if broken:
-            m = replace(m, rejected_steps=(*m.rejected_steps, *broken))
+    cleaned, broken = _legal(m, env, path_texts(m, exp.node_id), thoughts)
+    if broken:
+        m = replace(m, rejected_steps=(*m.rejected_steps, *broken))
         if not cleaned and _can_retry(m, i, "generation"):
             return _retry(m, i, "generation", raw, "every proposed step breaks the rules: " + "; ".join(broken[:3]))
     cleaned = cleaned[: exp.count]
@@ -275,15 +274,12 @@ def _continued(m: ToTMachine, children: list[tuple[str, ThoughtEntry]], continua
         child = nodes[child_id]
         if child.depth >= m.options.max_depth or not continuations.get(entry.id):
             continue
-        path = path_texts(m, child_id)
+        steps, rules = _legal(m, env, path_texts(m, child_id), continuations[entry.id])
+        broken += rules
         ids = []
-        for step in continuations[entry.id]:
+        for step in steps:
             if len(nodes) >= m.options.max_nodes:
                 break
-            reason = env.step_check(m.prompt or "", path, step) if env.step_check is not None else None
-            if reason:
-                broken.append(reason)
-                continue
             node_id = f"n{m.node_seq + len(added)}"
             nodes[node_id] = ThoughtNode(node_id, child_id, step, child.score, (), child.depth + 1)
             ids.append(node_id)
