@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from llamabot.agents.approval import ApprovalRequired
 from llamabot.agents.decision import RESPOND
 from llamabot.agents.flowbot import AgentRuns
 from llamabot.agents.graphbot import AwaitedCall, GraphBot
@@ -21,6 +22,7 @@ from llamabot.agents.nodes import DecideNode, FuncNode
 from llamabot.agents.parallel_calls import ParallelCalls
 from llamabot.bot.options import bot_settings, check_shared, not_a_model, strict_options
 from llamabot.bot.toolbot import ToolBot
+from llamabot.errors import ToolDefinitionError
 from llamabot.models.base import ChatModel
 from llamabot.models.messages import Message
 from llamabot.models.resolve import get_model
@@ -40,20 +42,31 @@ DEFAULT_AGENT_PROMPT = (
 
 
 def merge_tools(tools: Iterable[Any]) -> dict[str, Tool]:
-    """``DEFAULT_TOOLS`` plus the user's tools; a user tool replaces a default one of the same name."""
-    merged: dict[str, Tool] = {}
-    for item in (*DEFAULT_TOOLS, *tools):
+    """``DEFAULT_TOOLS`` plus the user's tools; a user tool replaces a default one of the same name.
+    :class:`ToolDefinitionError` for two different user tools of one name (one would be dropped) and for a tool
+    named ``"decide"`` (the graph's edge back to the decision: the tool would never run)."""
+    given: dict[str, Tool] = {}
+    for item in tools:
         description = as_tool(item)
-        merged[description.name] = description
+        if description.name == DECIDE:
+            raise ToolDefinitionError(f"a tool may not be named {DECIDE!r}: the agent graph uses that action to go "
+                                      "back to the decision node; rename it (@tool(name=...))")
+        if (seen := given.get(description.name)) is not None and seen != description:
+            raise ToolDefinitionError(f"two different tools are named {description.name!r}; rename one "
+                                      "(@tool(name=...))")
+        given[description.name] = description
+    merged = {t.name: t for t in map(as_tool, DEFAULT_TOOLS)}
+    merged.update(given)
     return merged
 
 
 class AgentBot(AgentRuns, GraphBot):
     """An agent that answers by calling tools, as a PocketFlow graph.
 
-    ``tools`` (the one positional argument): ``@tool`` functions, plain functions or :class:`Tool` objects, added
-    to ``DEFAULT_TOOLS``. Every other option is a keyword. ``model``: any LiteLLM model string, a chat model
-    object (``ScriptedModel``), or ``None`` for the default. ``system_prompt``: the agent's instructions.
+    ``tools`` (the one positional argument): ``@tool`` functions or :class:`Tool` objects (a plain function is a
+    ``ToolDefinitionError``: decorate it), added to ``DEFAULT_TOOLS``; two different tools of one name are an
+    error. Every other option is a keyword. ``model``: any LiteLLM model string, a chat model object
+    (``ScriptedModel``), or ``None`` for the default. ``system_prompt``: the agent's instructions.
     ``model_settings``: provider settings (``{"temperature": 0, "max_tokens": 512}``; see
     :class:`~llamabot.models.settings.ModelSettings`), the only values that reach the provider.
     ``max_iterations``: model decisions per run before the run is forced to ``respond_to_user``. ``max_errors``:
@@ -141,11 +154,34 @@ class AgentBot(AgentRuns, GraphBot):
         """Answer ``query``; returns what the terminal tool returned. The conversation stays on the bot
         (unless ``memory=`` is given)."""
         options.setdefault("memory", self.memory)
-        return self.run_sync(query, globals_dict=globals_dict, **options)[0]
+        try:
+            return self.run_sync(query, globals_dict=globals_dict, **options)[0]
+        except ApprovalRequired as paused:
+            if options["memory"] is self.memory:  # resuming it continues this conversation (see _resumed)
+                self._paused_run = paused.paused.checkpoint.trace_id
+            raise
 
     def reset(self) -> None:
         """Forget the conversation kept by ``__call__``."""
         self.memory = []
+        self._paused_run = None
+
+    #: the trace id of the run ``__call__`` started on ``memory`` that paused for approval (``None``: none)
+    _paused_run: str | None = None
+
+    def _resumed(self, state: dict[str, Any]) -> None:
+        """When ``state`` is that of the run ``__call__`` paused, resumed, its conversation becomes ``memory``:
+        the conversation goes on with what the resumed run did (not "Not run: the run paused" for calls that ran)."""
+        if self._paused_run is not None and state.get("trace_id") == self._paused_run:
+            self.memory = state["memory"]
+
+    def result(self, state: dict[str, Any], trace: Any) -> Any:
+        self._resumed(state)
+        return super().result(state, trace)
+
+    def failed(self, state: dict[str, Any], error: BaseException) -> None:
+        super().failed(state, error)
+        self._resumed(state)
 
 
 class AsyncAgentBot(AwaitedCall, AgentBot):

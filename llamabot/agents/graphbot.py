@@ -67,6 +67,9 @@ class _RunScope(run):
         if options and not bot.run_options.issuperset(options):
             unknown = sorted(options.keys() - bot.run_options)[0]
             raise TypeError(unknown_option(f"{type(bot).__name__}.run", unknown, bot.run_options))
+        if restored is not None and "memory" in options:  # it would be silently ignored
+            raise TypeError(f"{type(bot).__name__}.resume() got memory=...: a resumed run continues the conversation "
+                            "saved in its checkpoint")
         limits = options.pop("usage_limits", None) or bot.usage_limits
         deps = options.pop("deps", None)
         values = bot.run_values(options)

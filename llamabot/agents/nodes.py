@@ -18,6 +18,7 @@ from loguru import logger
 from llamabot.agents.agent_state import PendingCall, answer_open_calls, conversation_window
 from llamabot.agents.agent_tool import NESTED, keep_nested, nested_context
 from llamabot.agents.approval import (
+    DECISIONS,
     ApprovalRequired,
     Gate,
     approval_gate,
@@ -99,6 +100,11 @@ class DecideNode(DualNode):
         history_limit: int | None = 40,
     ):
         super().__init__()
+        for what, value in (("max_iterations", max_iterations), ("max_errors", max_errors),
+                            ("history_limit", 0 if history_limit is None else history_limit)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{what} must be a whole number >= 0{' or None' * (what == 'history_limit')}, "
+                                 f"got {value!r}")
         self.toolbot = toolbot
         self.final_toolbot = final_toolbot
         self.max_iterations = max_iterations
@@ -151,6 +157,10 @@ class DecideNode(DualNode):
         if outcome is not None:
             decision = decide(outcome, self.toolbot.tools, self.family)
             shared["memory"].extend(decision.messages)
+            decided = shared.get(DECISIONS)
+            if decided:  # a decision is for the call it was given for: a new reply's call reusing its id (text
+                for call in decision.calls:  # calls, providers without ids) is a new call and waits for its own
+                    decided.pop(call.id, None)
             names = list(map(_NAME, decision.calls))
             active = active_run()  # (the run, this decision's span)
             if active is not None and active[1] is not None:
@@ -172,7 +182,8 @@ class DecideNode(DualNode):
                     raise RuntimeError(
                         f"max_iterations ({self.max_iterations}) exceeded and the model did not call {RESPOND!r} "
                         f"(or another terminal tool) when asked to answer "
-                        f"(it chose: {[c.name for c in outcome.tool_calls] or 'no tool'})"
+                        f"(it chose: {[c.name for c in outcome.tool_calls] or 'no tool'}"
+                        + (f"; invalid: {'; '.join(decision.errors)}" if decision.errors else "") + ")"
                     )
             if not decision.calls:
                 shared["_errors"] += 1

@@ -14,12 +14,13 @@ forcing a tool call.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from llamabot.bot.options import bot_settings, check_shared, strict_options
-from llamabot.errors import ToolArgumentsError
+from llamabot.errors import ToolArgumentsError, ToolDefinitionError
 from llamabot.models.base import ChatModel
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import Message, assistant, system, to_messages
@@ -75,7 +76,9 @@ def parse_tool_calls(reply: ModelReply, tools: dict[str, Tool]) -> ToolBotReply:
         found = extract_tool_calls(reply.content, tools.keys())
         if found:
             from_text = True
-            requests = tuple(ToolCallRequest(f"call_text_{i}", name, args) for i, (name, args) in enumerate(found))
+            # ids unique in the conversation: a later reply's call must not take an earlier call's id (its result,
+            # its approval decision); as the embedded model's, since the text carries none
+            requests = tuple(ToolCallRequest(f"call_text_{uuid.uuid4().hex[:12]}", name, args) for name, args in found)
     if len(requests) == 1:  # the usual reply: one call
         calls: tuple[ToolCall, ...] = (validate_call(requests[0], tools),)
     else:
@@ -127,6 +130,8 @@ class ToolBot:
         self.tools: dict[str, Tool] = {}
         for item in tools:
             t = as_tool(item)
+            if (seen := self.tools.get(t.name)) is not None and seen != t:  # one would be dropped unsaid
+                raise ToolDefinitionError(f"two different tools are named {t.name!r}; rename one (@tool(name=...))")
             self.tools[t.name] = t
         family = model_family(self.model)
         if tool_choice is None:

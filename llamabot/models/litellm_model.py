@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -169,11 +170,11 @@ def reply_from_litellm(response: Any, latency_s: float) -> ModelReply:
     message = choice.message
     calls = tuple(
         ToolCallRequest(
-            id=call.id or f"call_{index}",
+            id=call.id or f"call_{uuid.uuid4().hex[:12]}",  # unique in the conversation, like the provider's own
             name=call.function.name or "",
             arguments=call.function.arguments or "",
         )
-        for index, call in enumerate(getattr(message, "tool_calls", None) or [])
+        for call in getattr(message, "tool_calls", None) or []
     )
     usage = getattr(response, "usage", None)
     hidden = getattr(response, "_hidden_params", None) or {}

@@ -14,6 +14,7 @@ import pytest
 
 from llamabot import AgentBot, ScriptedModel, tool
 from llamabot.agents.approval import ApprovalRequired, PausedRun
+from llamabot.models.reply import ModelReply, ToolCallRequest
 from llamabot.models.scripted import tool_call, tool_calls
 from llamabot.reasoning.aot import AoTBot
 from llamabot.tools.approval import ApprovalMissingError, ApprovalRequest, Decision
@@ -63,6 +64,38 @@ def test_api_approve_020_resume_with_approval_runs_the_call_once_and_finishes():
     # the model saw the tool's real result after the resume
     assert any(m.get("role") == "tool" and "sent 5.0 to alice" in str(m.get("content"))
                for m in model.requests[-1].messages)
+
+
+def test_api_approve_010_a_later_call_reusing_an_approved_calls_id_waits_for_its_own_decision():
+    # providers that give no ids (and text calls) may repeat one from an earlier reply: the decision on the first
+    # call must not let the second (5000, not 5) run unseen
+    def pay_reply(amount: float) -> ModelReply:
+        arguments = json.dumps({"amount": amount, "to": "alice"})
+        return ModelReply(tool_calls=(ToolCallRequest("call_0", "pay", arguments),), finish_reason="tool_calls")
+
+    sent, pay, balance = make_tools()
+    bot = AgentBot(tools=[pay, balance], model=pay_then_answer(pay_reply(5), pay_reply(5000)))
+    paused = pause(bot, "Pay alice 5").paused
+    with pytest.raises(ApprovalRequired) as again:
+        bot.resume(paused, {"call_0": Decision.approve()})
+    assert sent == [(5.0, "alice")]
+    assert [(r.call_id, r.arguments["amount"]) for r in again.value.requests] == [("call_0", 5000.0)]
+    assert bot.resume(again.value, {"call_0": Decision.reject("too much")}) == "done"
+    assert sent == [(5.0, "alice")]
+
+
+def test_api_approve_020_after_resume_the_bots_conversation_holds_what_the_resumed_run_did():
+    sent, pay, balance = make_tools()
+    model = ScriptedModel([tool_call("pay", amount=5, to="alice"), tool_call("respond_to_user", response="paid"),
+                           tool_call("respond_to_user", response="I paid alice 5")])
+    bot = AgentBot(tools=[pay, balance], model=model)
+    paused = pause(bot, "Pay alice 5").paused
+    assert bot.resume(paused, {paused.requests[0].call_id: True}) == "paid"
+    assert bot("What did you do?") == "I paid alice 5"
+    shown = [m.get("content") for m in model.requests[-1].messages if m.get("role") == "tool"]
+    assert shown == ["sent 5.0 to alice", "paid"]  # not "Not run: the run paused" for a call that ran
+    with pytest.raises(TypeError, match="memory"):  # a resumed run continues its checkpoint's conversation
+        bot.resume(paused, {paused.requests[0].call_id: True}, memory=[])
 
 
 def test_api_approve_030_reject_shows_the_reason_to_the_model_and_never_runs_the_tool():

@@ -201,6 +201,39 @@ def test_agt_dec_080_a_model_that_ignores_the_forced_answer_is_stopped():
     assert len(model.requests) == 3  # two decisions, then the forced one
 
 
+def test_agt_dec_080_a_forced_answer_with_invalid_arguments_says_what_was_invalid():
+    model = ScriptedModel([tool_call("add", a=1, b=1), tool_call("respond_to_user", wrong=1)])
+    bot = AgentBot(tools=[add], model=model, max_iterations=1)
+    with pytest.raises(RuntimeError, match=r"invalid: invalid arguments for tool 'respond_to_user': response"):
+        bot("q")
+
+
+def test_agent_tools_that_the_graph_would_lose_are_errors_at_construction():
+    @tool
+    def decide(x: int) -> int:  # "decide" is the graph's edge back to the decision: the tool would never run
+        """Decide."""
+        return x
+
+    def search_tool(result: str):
+        @tool(name="search")
+        def search(q: str) -> str:
+            """Search."""
+            return result
+        return search
+
+    with pytest.raises(TypeError, match="may not be named 'decide'"):
+        AgentBot(tools=[decide], model=ScriptedModel())
+    with pytest.raises(TypeError, match="two different tools are named 'search'"):
+        AgentBot(tools=[search_tool("a"), search_tool("b")], model=ScriptedModel())
+
+
+@pytest.mark.parametrize("option", [{"max_iterations": -1}, {"max_iterations": "3"}, {"max_errors": -1},
+                                    {"max_errors": 1.5}, {"history_limit": -2}, {"max_iterations": True}])
+def test_agent_loop_bounds_that_are_not_whole_numbers_are_refused_at_construction(option):
+    with pytest.raises(ValueError, match=f"{next(iter(option))} must be a whole number"):
+        AgentBot(tools=[add], model=ScriptedModel(), **option)
+
+
 def test_agt_dec_090_a_failing_tool_with_a_custom_loopback_is_still_shown_to_the_model():
     @tool(loopback_name="review")
     def flaky(x: int) -> int:

@@ -155,6 +155,28 @@ def test_bot_tool_030_a_call_written_as_json_text_is_recognised_and_gets_an_id()
     assert reply.message["tool_calls"][0]["id"] == reply.first.id
 
 
+def test_bot_tool_030_calls_written_as_text_get_ids_no_other_reply_repeats():
+    # an id names one call in the conversation: its result, its approval decision (a repeated one confused both)
+    call = '{"name": "add", "arguments": {"a": 2, "b": 2}}'
+    model = ScriptedModel([text(call), text(f"[{call}, {call}]")])
+    bot = ToolBot("s", model=model, tools=[add])
+    ids = [c.id for reply in (bot("2+2?"), bot("again, twice")) for c in reply.tool_calls]
+    assert len(ids) == len(set(ids)) == 3
+
+
+def test_bot_tool_090_two_different_tools_of_one_name_are_an_error_not_one_dropped():
+    def make(result: str):
+        @tool(name="search")
+        def search(q: str) -> str:
+            """Search."""
+            return result
+        return search
+
+    with pytest.raises(TypeError, match="two different tools are named 'search'"):
+        ToolBot("s", model=ScriptedModel(), tools=[make("a"), make("b")])
+    assert list(ToolBot("s", model=ScriptedModel(), tools=[add, add]).tools) == ["add"]  # the same tool twice
+
+
 def test_bot_tool_040_unknown_tool_is_reported_not_raised():
     reply = ToolBot("s", model=ScriptedModel([tool_call("delete_everything")]), tools=[add])("x")
     assert not reply.first.ok and "unknown tool 'delete_everything'" in reply.first.error

@@ -137,3 +137,22 @@ def test_mdl_seam_050_user_custom_providers_work_and_are_never_overwritten():
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().endswith("OK")
+
+
+def test_mdl_seam_070_a_provider_call_without_an_id_gets_a_unique_one():
+    """Decisions and results are keyed by call id: a provider that sends none (index fallback ``call_0``) made the
+    first call of every reply the same id, so a later call could take an earlier call's approval."""
+    from litellm.types.utils import ChatCompletionMessageToolCall, Choices, Function, Message, ModelResponse
+
+    from llamabot.models.litellm_model import reply_from_litellm
+
+    def response() -> ModelResponse:
+        calls = [ChatCompletionMessageToolCall(type="function", function=Function(name=n, arguments="{}"))
+                 for n in ("a", "b")]
+        for call in calls:
+            call.id = ""  # as a provider that sends none (LiteLLM's own type would make one up)
+        return ModelResponse(model="probe/m", choices=[Choices(
+            index=0, message=Message(content=None, role="assistant", tool_calls=calls), finish_reason="tool_calls")])
+
+    ids = [call.id for _ in range(3) for call in reply_from_litellm(response(), 0.0).tool_calls]
+    assert len(set(ids)) == 6 and all(i.startswith("call_") for i in ids)
