@@ -38,8 +38,8 @@ larger than ``MAX_BODY_BYTES`` (64 kB) with 413, whatever its framing: a ``Conte
 refused unread, and a body without one (``Transfer-Encoding: chunked``) is read only up to the limit.
 
 Every error is JSON ``{"error": "<message>", "type": "<class>"}`` and never quotes the request back: a run that
-raises (model down, tool kept failing, ...) answers 500; an invalid body (an empty question, malformed JSON, text
-that is not valid Unicode such as a lone surrogate ``\\ud800``) answers 422 with ``"problems"`` (where and what,
+raises (model down, tool kept failing, ...) answers 500; an invalid body (an empty question, a field other than
+``question``, malformed JSON, text that is not valid Unicode such as a lone surrogate ``\\ud800``) answers 422 with ``"problems"`` (where and what,
 without the input); an unknown path 404; anything unexpected 500.
 
 One bot serves every request: ``AsyncAgentBot.arun_with_trace`` keeps all per-run state in the run's own shared
@@ -59,7 +59,7 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, StringConstraints
+from pydantic import BaseModel, ConfigDict, StringConstraints
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -85,7 +85,10 @@ class SafeJSONResponse(JSONResponse):
 
 
 class AskRequest(BaseModel):
-    """The body of ``/ask``, ``/ask/stream`` and ``/runs``."""
+    """The body of ``/ask``, ``/ask/stream`` and ``/runs``: the question and nothing else (an unknown field, such
+    as a ``model`` the client believes it chose, is a 422, not silently dropped)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     question: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUESTION_CHARS)]
 

@@ -8,7 +8,8 @@ Requirements (AGT-SVC):
   ending with ``final_answer``.
 - 030: If a run raises, then the service shall answer HTTP 500 with the error message (``/ask``) or end the stream
   with one ``error`` event (``/ask/stream``).
-- 035: If the question is empty, then the service shall reject the request with HTTP 422.
+- 035: If the question is empty, then the service shall reject the request with HTTP 422 (036: an unknown
+  field too, naming it).
 - 040: When ``/health`` is requested, the service shall answer ``ok`` without loading a model.
 - 050: If a question is longer than 8,000 characters, then the service shall answer 422; if a request body is
   larger than 64 kB, then the service shall answer 413 without reading it.
@@ -124,6 +125,17 @@ async def test_agt_svc_035_empty_question_is_rejected_with_422(body):
         streamed = await client.post("/ask/stream", json=body)
     assert response.status_code == 422
     assert streamed.status_code == 422
+
+
+async def test_agt_svc_036_unknown_fields_are_rejected_with_422_naming_them():
+    """An unknown field (a typo, or a ``model`` the client thinks it chose) is refused, not silently dropped."""
+    body = {"question": "What is 1 plus one?", "model": "gpt-4"}
+    async with client_for(plus_one_bot()) as client:
+        responses = [await client.post(path, json=body) for path in ("/ask", "/ask/stream")]
+    for response in responses:
+        assert response.status_code == 422
+        assert response.json()["problems"][0]["loc"] == ["body", "model"]
+        assert "gpt-4" not in response.text  # the input is never quoted back
 
 
 async def test_agt_svc_040_health():

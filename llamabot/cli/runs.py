@@ -153,35 +153,42 @@ def runs_show(run_id: str = typer.Argument(..., help="The run id."), db: Optiona
         console.print(f"  step {number}: {name}", markup=False, highlight=False)
 
 
+REQUEST_OPTION = typer.Option(None, "--request", min=1, help="The approval number this decision answers (as "
+                                                              "`runs show` prints it); a run that waits for "
+                                                              "another one is refused (exit 1).")
+
+
 @runs_app.command("approve")
 def runs_approve(run_id: str = typer.Argument(..., help="The run id."),
                  arguments: Optional[str] = typer.Option(None, "--arguments", help="Edited tool arguments (a JSON object)."),  # noqa: UP045
-                 db: Optional[str] = DB_OPTION, by: Optional[str] = BY_OPTION) -> None:  # noqa: UP045
+                 db: Optional[str] = DB_OPTION, by: Optional[str] = BY_OPTION,  # noqa: UP045
+                 request: Optional[int] = REQUEST_OPTION) -> None:  # noqa: UP045
     """Let the waiting tool call run (with its own arguments, or edited ones). The first decision wins: a run
     someone decided already is refused (exit 1), naming that decision."""
     try:
         edited = None if arguments is None else json.loads(arguments)
     except json.JSONDecodeError as exc:
         raise typer.BadParameter(f"--arguments is not JSON: {exc}") from exc
-    pending = _durably("approve", run_id, edited, db, by=by)
-    console.print(f"approved {pending['tool']} for run {run_id}", highlight=False)
+    pending = _durably("approve", run_id, edited, db, by=by, request=request)
+    console.print(f"approved {pending['tool']} for run {run_id} (approval #{pending['request']})", highlight=False)
 
 
 @runs_app.command("reject")
 def runs_reject(run_id: str = typer.Argument(..., help="The run id."),
                 reason: str = typer.Option("", "--reason", help="Why (shown to the model)."),
-                db: Optional[str] = DB_OPTION, by: Optional[str] = BY_OPTION) -> None:  # noqa: UP045
+                db: Optional[str] = DB_OPTION, by: Optional[str] = BY_OPTION,  # noqa: UP045
+                request: Optional[int] = REQUEST_OPTION) -> None:  # noqa: UP045
     """Refuse the waiting tool call; the model is shown the rejection and the reason. The first decision wins,
     as for approve."""
-    pending = _durably("reject", run_id, reason, db, by=by)
-    console.print(f"rejected {pending['tool']} for run {run_id}", highlight=False)
+    pending = _durably("reject", run_id, reason, db, by=by, request=request)
+    console.print(f"rejected {pending['tool']} for run {run_id} (approval #{pending['request']})", highlight=False)
 
 
 def worker(db: Optional[str] = DB_OPTION,  # noqa: UP045
            executor_id: Optional[str] = typer.Option(None, "--executor-id", help="This worker's name (default: "  # noqa: UP045
                                                      "$DBOS__VMID, else host-pid); restart it with the same name to "
                                                      "recover its runs at once."),
-           concurrency: Optional[int] = typer.Option(None, help="Most runs this worker executes at once."),  # noqa: UP045
+           concurrency: Optional[int] = typer.Option(None, min=1, help="Most runs this worker executes at once."),  # noqa: UP045
            grace: Optional[int] = typer.Option(None, "--grace", help="Seconds the steps in flight get to finish "  # noqa: UP045
                                                "on SIGTERM (default: $LLAMABOT_DURABLE_GRACE_S, else 20)."),
            path: list[str] = typer.Option([], "--path", help="A folder to import bot factories from (repeatable).")) -> None:

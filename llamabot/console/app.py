@@ -179,10 +179,13 @@ def create_app(db: str | None = None, *, token: str | None = None) -> FastAPI:
             arguments, problem = _edited(form)
         if problem is None:
             try:
+                # the approval on the page, named: a run that moved on since is refused, not decided blindly
                 if verdict == "approve":
-                    await asyncio.to_thread(runs.approve, run_id, arguments, reader.url, by=_decider())
+                    await asyncio.to_thread(runs.approve, run_id, arguments, reader.url, by=_decider(),
+                                            request=int(form["request"]))
                 elif verdict == "reject":
-                    await asyncio.to_thread(runs.reject, run_id, form.get("reason", ""), reader.url, by=_decider())
+                    await asyncio.to_thread(runs.reject, run_id, form.get("reason", ""), reader.url, by=_decider(),
+                                            request=int(form["request"]))
                 else:
                     await asyncio.to_thread(runs.cancel, run_id, reader.url)
             except DurableError as exc:

@@ -90,6 +90,12 @@ def last_decided(engine: sa.Engine, run_id: str) -> Recorded | None:
         return None if request is None else _read(conn, run_id, request)
 
 
+def decided(engine: sa.Engine, run_id: str, request: int) -> Recorded | None:
+    """The recorded decision on approval ``request`` of run ``run_id``, if any."""
+    with engine.connect() as conn:
+        return _read(conn, run_id, request)
+
+
 def _read(conn: sa.Connection, run_id: str, request: int) -> Recorded | None:
     row = conn.execute(sa.select(DECISIONS).where(DECISIONS.c.run_id == run_id,
                                                   DECISIONS.c.request == request)).mappings().first()

@@ -15,6 +15,7 @@ stored with the run, so they must be JSON data.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -22,12 +23,13 @@ from typing import Any
 from dbos import DBOS, SetWorkflowID
 
 from llamabot.agents.graphbot import GraphBot
+from llamabot.bot.options import unknown_option
 from llamabot.durable import runs
 from llamabot.durable.approval import json_data
 from llamabot.durable.config import redacted
-from llamabot.durable.errors import DurableRuntimeError
+from llamabot.durable.errors import DurableRuntimeError, RunIdConflictError
 from llamabot.durable.factory import factory_spec
-from llamabot.durable.runtime import _RUNTIME, durable_run, launch
+from llamabot.durable.runtime import _RUNTIME, _off_the_loop, durable_run, launch
 
 
 class Durable:
@@ -53,20 +55,58 @@ class Durable:
                 f"cannot start a durable run on {redacted(self.db)}: the durable runtime of this process {now} "
                 "(llamabot.durable.shutdown()); create a new Durable(...) to start it again"
             )
+        self._check_options(options)
         json_data(query, "the query")
         for name, value in options.items():
             json_data(value, f"the run option {name!r}")
         return run_id or uuid.uuid4().hex, query, options
 
+    def _check_options(self, options: dict[str, Any]) -> None:
+        """``TypeError`` now, before a run is recorded, for an option the bot's runs do not take (else the run
+        would be stored and then fail), or ``approver`` (a person decides on durable runs)."""
+        bot, owner = self.bot, f"{type(self.bot).__name__}.run"
+        unknown = sorted(options.keys() - bot.run_options)
+        if unknown:
+            raise TypeError(f"{unknown_option(owner, unknown[0], bot.run_options)} (durable run of {self.factory})")
+        if "approver" in options:
+            raise TypeError(
+                f"{owner}(): approver= does not apply to durable runs (durable run of {self.factory}): a tool that "
+                "requires approval waits for a person's decision (llamabot runs approve|reject, or "
+                "llamabot.durable.approve/reject)"
+            )
+
     def _start(self, query: Any, run_id: str | None, options: dict[str, Any]) -> Any:
-        run_id, query, options = self._inputs(query, run_id, options)
+        given, (run_id, query, options) = run_id, self._inputs(query, run_id, options)
         with SetWorkflowID(run_id):
-            return DBOS.start_workflow(durable_run, self.factory, query, options)
+            handle = DBOS.start_workflow(durable_run, self.factory, query, options)
+        if given is not None:
+            self._same_run(run_id, _off_the_loop(handle.get_status), query, options)  # sync DBOS: not on a loop
+        return handle
 
     async def _astart(self, query: Any, run_id: str | None, options: dict[str, Any]) -> Any:
-        run_id, query, options = self._inputs(query, run_id, options)
+        given, (run_id, query, options) = run_id, self._inputs(query, run_id, options)
         with SetWorkflowID(run_id):
-            return await DBOS.start_workflow_async(durable_run, self.factory, query, options)
+            handle = await DBOS.start_workflow_async(durable_run, self.factory, query, options)
+        if given is not None:
+            self._same_run(run_id, await handle.get_status(), query, options)
+        return handle
+
+    def _same_run(self, run_id: str, status: Any, query: Any, options: dict[str, Any]) -> None:
+        """:class:`RunIdConflictError` when run ``run_id`` (a run id the caller chose, which may name an earlier
+        run) was started with another bot, query or options than these: DBOS keeps the first run's inputs, so its
+        result would answer another question."""
+        stored = getattr(status, "input", None)
+        args = list(stored.get("args", ())) if isinstance(stored, dict) else None
+        if args == json_data([self.factory, query, options], "the run's inputs"):
+            return
+        was = "unreadable inputs" if args is None or len(args) != 3 else (
+            f"bot {args[0]}, query {json.dumps(args[1], default=repr)[:200]}, options "
+            f"{json.dumps(args[2], default=repr)[:200]}")
+        raise RunIdConflictError(
+            f"run id {run_id!r} names a run started with {was}, not bot {self.factory}, query "
+            f"{json.dumps(query)[:200]}, options {json.dumps(options)[:200]}; the same id gives the same run (its "
+            "result, or its continuation): give this run another id, or agent.result(run_id) for that run's result"
+        )
 
     def start(self, query: Any, *, run_id: str | None = None, **options: Any) -> str:
         """Start a run in this process and return its id at once (:meth:`result` waits for it, from any process).
@@ -99,9 +139,12 @@ class Durable:
     def enqueue(self, query: Any, *, run_id: str | None = None, **options: Any) -> str:
         """Put a run on the queue; a worker on the same database (this process too, unless ``dequeue=False``)
         executes it. Returns the run id."""
-        run_id, query, options = self._inputs(query, run_id, options)
+        given, (run_id, query, options) = run_id, self._inputs(query, run_id, options)
         with SetWorkflowID(run_id):
-            return _RUNTIME.queue.enqueue(durable_run, self.factory, query, options).get_workflow_id()
+            handle = _RUNTIME.queue.enqueue(durable_run, self.factory, query, options)
+        if given is not None:
+            self._same_run(run_id, _off_the_loop(handle.get_status), query, options)  # sync DBOS: not on a loop
+        return handle.get_workflow_id()
 
     def result(self, run_id: str) -> Any:
         """Wait for run ``run_id`` and return its result (the run's own exception is raised as it was)."""
@@ -113,19 +156,25 @@ class Durable:
 
     async def aenqueue(self, query: Any, *, run_id: str | None = None, **options: Any) -> str:
         """Async twin of :meth:`enqueue`."""
-        run_id, query, options = self._inputs(query, run_id, options)
+        given, (run_id, query, options) = run_id, self._inputs(query, run_id, options)
         with SetWorkflowID(run_id):
             handle = await _RUNTIME.queue.enqueue_async(durable_run, self.factory, query, options)
+        if given is not None:
+            self._same_run(run_id, await handle.get_status(), query, options)
         return handle.get_workflow_id()
 
     def show(self, run_id: str) -> runs.RunInfo:
         return runs.show_run(run_id, self.db)
 
-    def approve(self, run_id: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-        return runs.approve(run_id, arguments, self.db)
+    def approve(self, run_id: str, arguments: dict[str, Any] | None = None, *, by: str | None = None,
+                request: int | None = None) -> dict[str, Any]:
+        """See :func:`llamabot.durable.runs.approve`."""
+        return runs.approve(run_id, arguments, self.db, by=by, request=request)
 
-    def reject(self, run_id: str, reason: str = "") -> dict[str, Any]:
-        return runs.reject(run_id, reason, self.db)
+    def reject(self, run_id: str, reason: str = "", *, by: str | None = None,
+               request: int | None = None) -> dict[str, Any]:
+        """See :func:`llamabot.durable.runs.reject`."""
+        return runs.reject(run_id, reason, self.db, by=by, request=request)
 
     def cancel(self, run_id: str) -> runs.RunInfo:
         """Cancel a run that is not over (see :func:`llamabot.durable.runs.cancel`)."""

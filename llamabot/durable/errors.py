@@ -49,6 +49,11 @@ class RunInFlightError(DurableError):
     recent), or another process is recovering it right now."""
 
 
+class RunIdConflictError(DurableError, ValueError):
+    """A run id given again with another query, other options or another bot than the run it names: its result
+    would answer a question that was not asked. Nothing was started."""
+
+
 class RunFailedError(DurableError):
     """A durable run ended with an error, or was cancelled; the message carries the run id and the cause."""
 

@@ -28,7 +28,7 @@ from llamabot.durable.config import (
     resolve_db_url,
 )
 from llamabot.durable.database import check_reachable
-from llamabot.durable.decisions import decisions_engine, default_decider, last_decided, send_first
+from llamabot.durable.decisions import decided, decisions_engine, default_decider, last_decided, send_first
 from llamabot.durable.errors import (
     DatabaseUnreachableError,
     NotStorableError,
@@ -174,32 +174,45 @@ def show_run(run_id: str, db: str | None = None) -> RunInfo:
 
 
 def approve(run_id: str, arguments: dict[str, Any] | None = None, db: str | None = None, *,
-            by: str | None = None) -> dict[str, Any]:
+            by: str | None = None, request: int | None = None) -> dict[str, Any]:
     """Approve the tool call run ``run_id`` waits for, optionally with edited ``arguments`` (validated by the run
     against the tool's schema; invalid ones are shown to the model as the tool's error). Returns the pending
-    record that was answered. ``by``: who decides (default ``user@host``). :class:`UnknownRunError`,
-    :class:`NotWaitingError`, :class:`AlreadyDecidedError` (someone decided first: that decision stands),
-    :class:`~llamabot.durable.errors.NotStorableError` (arguments that are not JSON data)."""
+    record that was answered. ``by``: who decides (default ``user@host``). ``request``: the number of the
+    approval this decision answers (``RunInfo.waiting["request"]``, as shown); when given, a run that waits for
+    another one is refused, so that a decision made on what a person saw never answers a later tool call.
+    :class:`UnknownRunError`, :class:`NotWaitingError`, :class:`AlreadyDecidedError` (someone decided first: that
+    decision stands), :class:`~llamabot.durable.errors.NotStorableError` (arguments that are not JSON data)."""
     if arguments is not None:
         if not isinstance(arguments, dict):
             raise NotStorableError(
                 f"approve {run_id}: arguments must be a JSON object (a dict), got {type(arguments).__name__}")
         arguments = json_data(arguments, f"the edited arguments for run {run_id}")
-    return _decide(run_id, "approve", arguments, "", db, by)
+    return _decide(run_id, "approve", arguments, "", db, by, request)
 
 
-def reject(run_id: str, reason: str = "", db: str | None = None, *, by: str | None = None) -> dict[str, Any]:
+def reject(run_id: str, reason: str = "", db: str | None = None, *, by: str | None = None,
+           request: int | None = None) -> dict[str, Any]:
     """Reject the tool call run ``run_id`` waits for; the model is shown the rejection and ``reason``. Raises as
-    :func:`approve` does."""
-    return _decide(run_id, "reject", None, reason, db, by)
+    :func:`approve` does (``request``: the approval this decision answers, as there)."""
+    return _decide(run_id, "reject", None, reason, db, by, request)
 
 
 def _decide(run_id: str, verdict: str, arguments: dict[str, Any] | None, reason: str, db: str | None,
-            by: str | None) -> dict[str, Any]:
+            by: str | None, request: int | None = None) -> dict[str, Any]:
+    if request is not None and (type(request) is not int or request < 1):
+        raise ValueError(f"{verdict} {run_id}: request must be an approval number (1, 2, ...), got {request!r}")
     url = resolve_db_url(db)
     with client(url) as c, decisions_engine(url) as engine:
         status = _status(c, run_id)
         pending = _waiting(c, run_id, status.status)
+        if request is not None and (pending is None or pending["request"] != request):
+            first = decided(engine, run_id, request)
+            if first is not None:
+                raise first.refusal(run_id)
+            now = (f"waits for approval #{pending['request']} ({pending['tool']})" if pending is not None
+                   else f"is not waiting for an approval (status {status.status})")
+            raise NotWaitingError(f"run {run_id} {now}, not approval #{request}; this decision was not sent "
+                                  f"(`llamabot runs show {run_id}` shows what it waits for)")
         if pending is None:
             first = last_decided(engine, run_id)
             if first is not None:

@@ -102,11 +102,13 @@ def launch(db: str | None = None, *, executor_id: str | None = None, worker_conc
     flight are never recorded as failed: the steps in flight get ``$LLAMABOT_DURABLE_GRACE_S`` seconds to finish,
     then the runs stay PENDING (see :func:`shutdown`).
 
-    Raises :class:`DatabaseURLError` for a bad URL, :class:`DatabaseUnreachableError` when the database cannot
+    Raises :class:`DatabaseURLError` for a bad URL, ``TypeError``/``ValueError`` for a ``worker_concurrency``
+    that is not a whole number of at least 1, :class:`DatabaseUnreachableError` when the database cannot
     be reached, :class:`DurableRuntimeError` when the process already uses another database,
     :class:`~llamabot.errors.SettingsError` for a bad heartbeat or grace setting.
     """
     url = resolve_db_url(db)
+    _check_concurrency(worker_concurrency)
     with _RUNTIME.lock:
         if _RUNTIME.url == url:
             if recover_orphans and _RUNTIME.heartbeat is not None:
@@ -141,6 +143,19 @@ def launch(db: str | None = None, *, executor_id: str | None = None, worker_conc
         _RUNTIME.url, _RUNTIME.heartbeat = url, heartbeat
         _register_exit_hook()
         return url
+
+
+def _check_concurrency(worker_concurrency: Any) -> None:
+    """``worker_concurrency`` is ``None`` (no limit) or a whole number of runs, at least 1: a process given 0 (or
+    less) would enqueue runs and never execute one."""
+    if worker_concurrency is None:
+        return
+    if type(worker_concurrency) is not int:
+        raise TypeError(f"worker_concurrency must be a whole number of runs (at least 1) or None, got "
+                        f"{type(worker_concurrency).__name__} {worker_concurrency!r}")
+    if worker_concurrency < 1:
+        raise ValueError(f"worker_concurrency must be at least 1 (the most queued runs this process executes at "
+                         f"once), got {worker_concurrency}; use dequeue=False for a process that executes none")
 
 
 def _begin(url: str, heartbeat: Heartbeat) -> None:

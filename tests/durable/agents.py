@@ -100,3 +100,22 @@ def make_agent() -> AgentBot:
 def make_approval_agent() -> AgentBot:
     """An agent whose first call is ``transfer`` (approval needed), then one ``record``."""
     return AgentBot(tools=[record, transfer], model=ConversationModel(1, transfer=True))
+
+
+class TwoTransfersModel(ConversationModel):
+    """Calls ``transfer`` twice (10 to alice, then 1000 to mallory: two approvals), then answers."""
+
+    def _reply(self, request: ModelRequest) -> ModelReply:
+        results = [m["content"] for m in request.messages if m.get("role") == "tool"]
+        done = len(results)
+        if done < 2:
+            call = ("transfer", [{"amount": 10.0, "to": "alice"}, {"amount": 1000.0, "to": "mallory"}][done])
+        else:
+            call = ("respond_to_user", {"response": "; ".join(results)})
+        return ModelReply(content=None, finish_reason="tool_calls",
+                          tool_calls=(ToolCallRequest(f"call_{done}", call[0], json.dumps(call[1])),))
+
+
+def make_two_approvals_agent() -> AgentBot:
+    """An agent that calls ``transfer`` twice: two approvals, one after the other."""
+    return AgentBot(tools=[transfer], model=TwoTransfersModel(name="two-transfers"))

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import subprocess
 import threading
+import time
 
+import pytest
 from typer.testing import CliRunner
 
 from llamabot.cli import app
-from llamabot.durable import AlreadyDecidedError, Durable, NotWaitingError, approve, reject
+from llamabot.durable import AlreadyDecidedError, Durable, NotWaitingError, approve, reject, show_run
 from tests.durable.conftest import PYTHON, subprocess_env
 from tests.durable.test_approval import FACTORY, _waiting
 
@@ -104,3 +106,34 @@ def test_dur_hil_080_a_later_decision_is_refused_naming_the_first(tmp_path, file
     assert agent.result(run_id).startswith("pay carol -> sent 10.0 to alice")  # the approved call ran
     cli = CliRunner().invoke(app, ["runs", "reject", run_id, "--db", db])
     assert cli.exit_code == 1 and "already decided: approved by ann" in " ".join(cli.output.split())
+
+
+def test_dur_hil_090_a_decision_naming_its_approval_never_answers_a_later_one(tmp_path, files):
+    """DUR-HIL-090: Bob looked at approval #1; Ann approved it first and the run now waits for #2. Bob's
+    decision names #1 (``request=1``, ``--request 1``): it is refused naming Ann's decision, and #2 stays
+    undecided (without the number, a decision answers whatever the run waits for now)."""
+    effects, _ = files
+    db = f"sqlite:///{tmp_path / 'r.sqlite'}"
+    agent = Durable("tests.durable.agents:make_two_approvals_agent", db=db)
+    run_id = agent.start("pay twice", run_id="two-1")
+    seen = _waiting(db, run_id)
+    assert seen["request"] == 1
+    approve(run_id, db=db, by="ann", request=1)
+    deadline = time.monotonic() + 60
+    while (show_run(run_id, db).waiting or {}).get("request") != 2:
+        assert time.monotonic() < deadline, "the run never waited for its second approval"
+        time.sleep(0.05)
+    with pytest.raises(AlreadyDecidedError, match="approval #1 of run two-1 was already decided: approved by ann"):
+        approve(run_id, db=db, by="bob", request=1)
+    with pytest.raises(AlreadyDecidedError, match="approved by ann"):
+        reject(run_id, "no", db=db, by="bob", request=1)
+    with pytest.raises(NotWaitingError, match=r"waits for approval #2 \(transfer\), not approval #3"):
+        approve(run_id, db=db, request=3)
+    with pytest.raises(ValueError, match="approval number"):
+        approve(run_id, db=db, request=True)
+    result = CliRunner().invoke(app, ["runs", "approve", run_id, "--db", db, "--request", "1"])
+    assert result.exit_code == 1 and "already decided" in result.output
+    assert show_run(run_id, db).waiting["request"] == 2  # nothing was sent for #2
+    agent.reject(run_id, "too much", request=2)
+    assert "ToolRejectedError" in agent.result(run_id)
+    assert effects.read_text().splitlines() == ["transfer|10.0|alice"]

@@ -17,6 +17,7 @@ from llamabot.durable import (
     NotWaitingError,
     UnknownRunError,
     approve,
+    list_runs,
     resolve_db_url,
     show_run,
 )
@@ -132,6 +133,37 @@ def test_dur_err_060_query_and_options_must_be_json(tmp_path):
         agent.start({1, 2})
     with pytest.raises(NotStorableError, match="'memory'"):
         agent.start("q", memory=[object()])
+
+
+def test_dur_err_065_unknown_missing_or_inapplicable_run_options_are_refused_before_a_run_is_stored(tmp_path):
+    """An option the bot's runs do not take is a TypeError at once (not a stored run that then fails), for
+    start, run, enqueue and their async twins alike; so is approver= (a person decides on durable runs)."""
+    import asyncio
+
+    agent = Durable("tests.durable.agents:make_agent", db=f"sqlite:///{tmp_path / 'r.sqlite'}")
+    for start in (agent.start, agent.run, agent.enqueue):
+        with pytest.raises(TypeError, match="unexpected keyword argument 'memroy'; did you mean memory"):
+            start("q", run_id="typo", memroy=[])
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        asyncio.run(agent.aenqueue("q", run_id="typo", bogus=1))
+    with pytest.raises(TypeError, match="approver= does not apply to durable runs"):
+        agent.start("q", run_id="typo", approver=lambda request: True)
+    assert list_runs(agent.db) == []
+
+
+@pytest.mark.parametrize(("value", "error"), [(0, ValueError), (-2, ValueError), ("2", TypeError), (1.5, TypeError),
+                                             (True, TypeError)])
+def test_dur_err_067_a_worker_concurrency_that_would_never_execute_a_run_is_refused(tmp_path, value, error):
+    """worker_concurrency=0 used to be accepted: the process enqueued runs and never executed one."""
+    from typer.testing import CliRunner
+
+    from llamabot.cli import app
+
+    db = f"sqlite:///{tmp_path / 'r.sqlite'}"
+    with pytest.raises(error, match="worker_concurrency must be"):
+        Durable("tests.durable.agents:make_agent", db=db, worker_concurrency=value)
+    refused = CliRunner().invoke(app, ["worker", "--db", db, "--concurrency", "0"])
+    assert refused.exit_code == 2 and "--concurrency" in refused.output
 
 
 def test_dur_err_070_factories_another_process_cannot_rebuild():

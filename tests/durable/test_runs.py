@@ -38,6 +38,26 @@ def test_dur_run_020_a_run_id_names_one_run(tmp_path, files):
     assert [r.run_id for r in list_runs(agent.db)] == ["order-42"]
 
 
+async def test_dur_run_025_a_run_id_given_again_with_other_inputs_is_refused(tmp_path, files):
+    """DUR-RUN-020's other side: the same id with another query, other options or another bot names a run that
+    answered something else; it is refused (its result is not handed back as this question's), by every way of
+    starting a run, and nothing runs."""
+    from llamabot.durable import RunIdConflictError
+
+    effects, _ = files
+    agent = Durable(make_agent, db=f"sqlite:///{tmp_path / 'r.sqlite'}")
+    agent.run("pay alice", run_id="order-42")
+    for start in (agent.run, agent.start, agent.enqueue):
+        with pytest.raises(RunIdConflictError, match="'order-42' names a run started with .*query \"pay alice\""):
+            start("refund bob", run_id="order-42")
+    with pytest.raises(RunIdConflictError, match="options"):
+        await agent.arun("pay alice", run_id="order-42", memory=[])
+    with pytest.raises(RunIdConflictError, match="make_approval_agent"):
+        await Durable("tests.durable.agents:make_approval_agent", db=agent.db).aenqueue("pay alice", run_id="order-42")
+    assert await agent.arun("pay alice", run_id="order-42") == "pay alice -> recorded 1; recorded 2; recorded 3"
+    assert effects.read_text().splitlines() == ["pay alice|1", "pay alice|2", "pay alice|3"]
+
+
 async def test_dur_run_030_async_runs_concurrently(tmp_path, files):
     """DUR-RUN-030"""
     import asyncio
