@@ -193,6 +193,10 @@ def agent(
         [], "--mcp", help='The tools of an MCP server: a command run over stdio ("python server.py") or an '
         "http(s):// URL (repeatable; stopped when the command ends)."
     ),
+    mcp_approval: bool = typer.Option(
+        False, "--mcp-approval", help="Every --mcp tool waits for your decision before each call (asked on the "
+        "terminal; without one, the run stops before the call)."
+    ),
     max_iterations: int = typer.Option(8, help="Model decisions before the agent must answer."),
     show_trace: bool = typer.Option(False, "--trace", help="Show the run's trace as a tree."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not show the steps as they happen (stderr)."),
@@ -213,7 +217,7 @@ def agent(
         if mcp_servers:
             from llamabot.tools.mcp import mcp_tools
 
-            tools += [t for server in mcp_servers for t in servers.enter_context(mcp_tools(server))]
+            tools += [t for server in mcp_servers for t in servers.enter_context(mcp_tools(server, requires_approval=mcp_approval))]
         printer = None if quiet else step_printer()
         approver = terminal_approver(console) if interactive() else None
         bot = AgentBot(tools=tools, model=model, max_iterations=max_iterations,

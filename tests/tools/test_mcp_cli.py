@@ -65,3 +65,11 @@ def test_tls_mcp_100_a_server_dying_mid_run_exits_1_naming_it():
     assert result.exit_code == 1
     assert "MCP server" in result.output and "tool 'die'" in result.output
     assert "multiply" in {t["function"]["name"] for t in model.requests[0].tools}  # --tool and --mcp together
+
+
+def test_tls_mcp_180_agent_mcp_approval_stops_before_the_call_without_a_terminal():
+    model = ScriptedModel([tool_call("server_pid"), tool_call("respond_to_user", response="done")], name="mcp-gate")
+    name = register_scripted_provider(model, prefix="scripted-mcp-gate")
+    result = CliRunner().invoke(app, ["agent", "pid?", "--model", name, "--mcp", SERVER_COMMAND, "--mcp-approval"])
+    assert result.exit_code == 3 and "needs approval for server_pid" in result.output, result.output
+    assert len(model.requests) == 1  # the run stopped before the call: no result went back to the model

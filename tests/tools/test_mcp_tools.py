@@ -398,3 +398,32 @@ def test_tls_mcp_090_other_content_blocks_become_one_line_descriptions():
         "[resource file:///b.bin, binary]",
         "[resource report: file:///r.pdf]",
     ]
+
+
+# -- TLS-MCP-180: an MCP tool may require approval ---------------------------------------------------------------
+
+
+def test_tls_mcp_180_requires_approval_gates_the_named_tools_and_no_run_calls_them_undecided():
+    from llamabot.agents.approval import ApprovalRequired, Decision
+
+    with mcp_tools(SERVER_ARGV, only=["add", "server_pid"], requires_approval=["add"]) as tools:
+        gated = {t.name: t.requires_approval for t in tools}
+        assert gated == {"add": True, "server_pid": False}
+        model = ScriptedModel([tool_call("add", a=1, b=2), respond_with_last_tool_result])
+        bot = AgentBot(tools=tools, model=model)
+        with pytest.raises(ApprovalRequired) as paused:
+            bot("1 + 2?")
+        assert [r.tool for r in paused.value.requests] == ["add"] and len(model.requests) == 1  # not called
+        call_id = paused.value.requests[0].call_id
+        assert bot.resume(paused.value, {call_id: Decision.approve()}) == "3.0"
+    with mcp_tools(SERVER_ARGV, only=["add"], requires_approval=True) as tools:
+        assert [t.requires_approval for t in tools] == [True]
+
+
+@pytest.mark.parametrize("wrong, problem", [
+    (["nope"], r"requires_approval names 'nope', not among its tools kept: add"),
+    ("add", r"not the string 'add' \(write \['add'\]\)"),
+])
+def test_tls_mcp_180_requires_approval_naming_no_kept_tool_is_a_typed_error(wrong, problem):
+    with pytest.raises(ToolDefinitionError, match=problem):
+        mcp_tools(SERVER_ARGV, only=["add"], requires_approval=wrong)

@@ -120,6 +120,7 @@ def mcp_tools(
     retry: Retry | None = None,
     connect_timeout: float = CONNECT_TIMEOUT,
     call_timeout: float | None | Literal["default"] = "default",
+    requires_approval: bool | Iterable[str] = False,
 ) -> MCPTools:
     """Start or reach the MCP server ``server`` and return its tools.
 
@@ -135,13 +136,17 @@ def mcp_tools(
     variable, and :class:`ToolDefinitionError` naming the server and the tool (after stopping the server) when
     ``only`` names a tool it does not have, or a tool's description or schema is over its size limit
     (``LLAMABOT_MCP_MAX_DESCRIPTION_CHARS``, ``LLAMABOT_MCP_MAX_SCHEMA_CHARS``) or cannot be used (a ``$ref`` that
-    does not resolve, a pattern that does not compile).
+    does not resolve, a pattern that does not compile). ``requires_approval``: ``True`` for every tool of the
+    server, or the server names of those that need a person's decision before each call (as ``@tool``'s
+    ``requires_approval``: no run calls them without one); a name the kept tools do not have is a
+    :class:`ToolDefinitionError`.
     """
     limits = MCPLimits.from_env(call_timeout)
     spec = server_spec(server, env=env, cwd=cwd)
     connection = MCPConnection(spec, connect_timeout=connect_timeout, limits=limits)
     try:
-        return MCPTools(connection, _tools(connection, only, prefix, timeout, retries, retry, limits))
+        return MCPTools(connection, _tools(connection, only, prefix, timeout, retries, retry, limits,
+                                           requires_approval))
     except BaseException:
         connection.close()
         raise
@@ -155,6 +160,7 @@ def _tools(
     retries: int | None,
     retry: Retry | None,
     limits: MCPLimits,
+    requires_approval: bool | Iterable[str] = False,
 ) -> list[Tool]:
     label = connection.spec.label
     listing = {t.name: t for t in connection.listing}
@@ -164,6 +170,7 @@ def _tools(
         raise ToolDefinitionError(
             f"MCP server {label!r} has no tool {', '.join(map(repr, missing))}; it has: {', '.join(listing) or 'none'}"
         )
+    gated = _gated(label, wanted, requires_approval)
     tools: dict[str, Tool] = {}
     for remote_name in wanted:
         remote = listing[remote_name]
@@ -186,10 +193,27 @@ def _tools(
                 timeout=timeout,
                 retries=retries,
                 retry=retry,
+                requires_approval=remote_name in gated,
             )
         except ToolDefinitionError as exc:
             raise ToolDefinitionError(f"MCP server {label!r}: {exc}") from exc
     return list(tools.values())
+
+
+def _gated(label: str, wanted: list[str], requires_approval: bool | Iterable[str]) -> set[str]:
+    """The server names of the kept tools that require approval: all of them for ``True``, none for ``False``,
+    else those named (each must be a kept tool: a name that matches none would leave a tool ungated unsaid)."""
+    if isinstance(requires_approval, bool):
+        return set(wanted) if requires_approval else set()
+    if isinstance(requires_approval, str):
+        raise ToolDefinitionError(f"MCP server {label!r}: requires_approval takes True, False or a list of tool "
+                                  f"names, not the string {requires_approval!r} (write [{requires_approval!r}])")
+    named = set(requires_approval)
+    unknown = sorted(named - set(wanted))
+    if unknown:
+        raise ToolDefinitionError(f"MCP server {label!r}: requires_approval names {', '.join(map(repr, unknown))}, "
+                                  f"not among its tools kept: {', '.join(wanted) or 'none'}")
+    return named
 
 
 def _check_sizes(label: str, tool: str, description: str, schema: Any, limits: MCPLimits) -> None:
