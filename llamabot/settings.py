@@ -12,6 +12,7 @@ the variable's bounds; a path whose ``~user`` cannot be expanded is refused the 
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from dataclasses import dataclass
@@ -133,6 +134,8 @@ def setting(name: str) -> Any:
     """The value of the registered variable ``name`` (see :data:`SETTINGS`), read and checked now; ``KeyError``
     for a name that is not registered (every variable is declared once, here)."""
     spec = SETTINGS[name]
+    if _raw(name) is None:
+        _check_spelling(name)
     default = spec.default() if callable(spec.default) else spec.default
     if spec.kind == "int":
         return env_int(name, default, minimum=spec.minimum, maximum=spec.maximum)
@@ -141,3 +144,15 @@ def setting(name: str) -> Any:
     if spec.kind == "path":
         return env_path(name) or default
     return _raw(name) or default
+
+
+def _check_spelling(name: str) -> None:
+    """:class:`SettingsError` when ``$name`` is unset but a variable spelled almost like it is set (a typo such as
+    ``..._GRACE`` for ``LLAMABOT_DURABLE_GRACE_S`` would otherwise leave the default in force unsaid).
+    Only unregistered names of llamabot's prefixes are considered."""
+    prefix = name.split("_", 1)[0] + "_"
+    others = [k for k in os.environ if k.startswith(prefix) and k not in SETTINGS and os.environ[k].strip()]
+    close = difflib.get_close_matches(name, others, n=1, cutoff=0.85)
+    if close:
+        raise SettingsError(f"${close[0]} is set but llamabot reads ${name} ({SETTINGS[name].help}); rename it, "
+                            f"or unset ${close[0]}")

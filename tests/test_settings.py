@@ -1,4 +1,4 @@
-"""One settings table (SET-010..040): every environment variable llamabot reads is declared once in
+"""One settings table (SET-010..050): every environment variable llamabot reads is declared once in
 ``llamabot.settings.SETTINGS`` (type, default, bounds, what it does), read through ``setting()``, and the README's
 Configuration table lists exactly those variables."""
 
@@ -44,3 +44,17 @@ def test_set_030_whole_number_settings_refuse_what_is_out_of_bounds_naming_the_v
 def test_set_040_an_undeclared_name_is_an_error():
     with pytest.raises(KeyError):
         setting("LLAMABOT_NO_SUCH_THING")
+
+
+def test_set_050_a_misspelled_variable_is_an_error_naming_both_not_a_silent_default(monkeypatch):
+    monkeypatch.delenv("LLAMABOT_DURABLE_GRACE_S", raising=False)
+    monkeypatch.setenv("LLAMABOT_DURABLE_GRACE", "5")
+    with pytest.raises(SettingsError, match=r"\$LLAMABOT_DURABLE_GRACE is set but llamabot reads "
+                                            r"\$LLAMABOT_DURABLE_GRACE_S"):
+        setting("LLAMABOT_DURABLE_GRACE_S")
+    monkeypatch.setenv("LLAMABOT_DURABLE_GRACE_S", "7")  # the right one set: it is read, the other left alone
+    assert setting("LLAMABOT_DURABLE_GRACE_S") == 7
+    monkeypatch.delenv("LLAMABOT_DURABLE_GRACE_S")
+    monkeypatch.setenv("LLAMABOT_DURABLE_GRACE", "")  # blank counts as unset
+    monkeypatch.setenv("LLAMABOT_BENCH_QUICK", "1")  # a name not like any setting is not ours to judge
+    assert setting("LLAMABOT_DURABLE_GRACE_S") == 20
