@@ -77,25 +77,24 @@ class Durable:
 
     def _start(self, query: Any, run_id: str | None, options: dict[str, Any]) -> Any:
         given, (run_id, query, options) = run_id, self._inputs(query, run_id, options)
-        if given is not None:  # sync DBOS: not on a loop
-            self._same_run(run_id, _off_the_loop(DBOS.get_workflow_status, run_id), query, options)
         with SetWorkflowID(run_id):
-            return DBOS.start_workflow(durable_run, self.factory, query, options)
+            handle = DBOS.start_workflow(durable_run, self.factory, query, options)
+        if given is not None:
+            self._same_run(run_id, _off_the_loop(handle.get_status), query, options)  # sync DBOS: not on a loop
+        return handle
 
     async def _astart(self, query: Any, run_id: str | None, options: dict[str, Any]) -> Any:
         given, (run_id, query, options) = run_id, self._inputs(query, run_id, options)
-        if given is not None:
-            self._same_run(run_id, await DBOS.get_workflow_status_async(run_id), query, options)
         with SetWorkflowID(run_id):
-            return await DBOS.start_workflow_async(durable_run, self.factory, query, options)
+            handle = await DBOS.start_workflow_async(durable_run, self.factory, query, options)
+        if given is not None:
+            self._same_run(run_id, await handle.get_status(), query, options)
+        return handle
 
     def _same_run(self, run_id: str, status: Any, query: Any, options: dict[str, Any]) -> None:
         """:class:`RunIdConflictError` when run ``run_id`` (a run id the caller chose, which may name an earlier
-        run; ``status`` is ``None`` for a new one) was started with another bot, query or options than these: DBOS
-        keeps the first run's inputs, so its result would answer another question. Checked before starting (a
-        second process starting the same id with other inputs at the same moment is not caught)."""
-        if status is None:
-            return
+        run) was started with another bot, query or options than these: DBOS keeps the first run's inputs, so its
+        result would answer another question."""
         stored = getattr(status, "input", None)
         args = list(stored.get("args", ())) if isinstance(stored, dict) else None
         if args == json_data([self.factory, query, options], "the run's inputs"):
@@ -141,10 +140,11 @@ class Durable:
         """Put a run on the queue; a worker on the same database (this process too, unless ``dequeue=False``)
         executes it. Returns the run id."""
         given, (run_id, query, options) = run_id, self._inputs(query, run_id, options)
-        if given is not None:  # sync DBOS: not on a loop
-            self._same_run(run_id, _off_the_loop(DBOS.get_workflow_status, run_id), query, options)
         with SetWorkflowID(run_id):
-            return _RUNTIME.queue.enqueue(durable_run, self.factory, query, options).get_workflow_id()
+            handle = _RUNTIME.queue.enqueue(durable_run, self.factory, query, options)
+        if given is not None:
+            self._same_run(run_id, _off_the_loop(handle.get_status), query, options)  # sync DBOS: not on a loop
+        return handle.get_workflow_id()
 
     def result(self, run_id: str) -> Any:
         """Wait for run ``run_id`` and return its result (the run's own exception is raised as it was)."""
@@ -157,10 +157,10 @@ class Durable:
     async def aenqueue(self, query: Any, *, run_id: str | None = None, **options: Any) -> str:
         """Async twin of :meth:`enqueue`."""
         given, (run_id, query, options) = run_id, self._inputs(query, run_id, options)
-        if given is not None:
-            self._same_run(run_id, await DBOS.get_workflow_status_async(run_id), query, options)
         with SetWorkflowID(run_id):
             handle = await _RUNTIME.queue.enqueue_async(durable_run, self.factory, query, options)
+        if given is not None:
+            self._same_run(run_id, await handle.get_status(), query, options)
         return handle.get_workflow_id()
 
     def show(self, run_id: str) -> runs.RunInfo:
