@@ -82,8 +82,12 @@ class ApprovalRequired(LlamabotError):
 def decisions_for(paused: PausedRun, decisions: Mapping[str, Decision | bool] | None) -> dict[str, dict[str, Any]]:
     """The decisions for a paused run as run-state data (call id -> decision dict). Every waiting call needs
     one; a decision for a call that does not wait is an error (``ValueError`` naming the ids)."""
-    decisions = dict(decisions or {})
     waiting = {r.call_id: r for r in paused.requests}
+    if decisions is not None and not isinstance(decisions, Mapping):
+        example = ", ".join(f"{call_id!r}: Decision.approve()" for call_id in waiting)
+        raise TypeError(f"decisions must map each waiting call id to its decision, got a {type(decisions).__name__}: "
+                        f"write {{{example}}} (or Decision.reject(reason), True, False)")
+    decisions = dict(decisions or {})
     unknown = sorted(decisions.keys() - waiting.keys())
     if unknown:
         raise ValueError(f"decisions for calls that do not wait for approval: {unknown}; waiting: {sorted(waiting)}")

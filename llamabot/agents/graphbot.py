@@ -37,7 +37,7 @@ from llamabot.graph.codec import StateCodecError, loads_state
 from llamabot.graph.flow import AsyncFlow, Flow, GraphRoutingError, next_node, node_label
 from llamabot.graph.mermaid import MermaidDiagram, to_mermaid, walk
 from llamabot.observe.events import EventHook, RunEvent
-from llamabot.observe.hooks import RunHooks
+from llamabot.observe.hooks import RunHooks, hook_tuple
 from llamabot.observe.tracing import Trace, run
 from llamabot.observe.usage import UsageLimits
 from llamabot.tools.approval import Approver, Decision
@@ -80,6 +80,8 @@ class _RunScope(run):
             values[DEPS] = deps
         if bot.state_classes:
             values[STATE_CLASSES] = bot.state_classes
+        if hooks:
+            hooks = hook_tuple(hooks, f"{type(bot).__name__} run")
         run.__init__(self, type(bot).__name__, hooks=(*bot.hooks, *hooks) if hooks else bot.hooks,
                      values=values, trace=trace, limits=limits)
         self.attributes = bot.run_attributes(query) if restored is None else {"resumed": True}
@@ -128,7 +130,7 @@ class GraphBot(Closing):
 
     def __init__(self, *, hooks: Iterable[RunHooks] = (), usage_limits: UsageLimits | None = None,
                  approver: Approver | None = None):
-        self.hooks: tuple[RunHooks, ...] = tuple(hooks)
+        self.hooks: tuple[RunHooks, ...] = hook_tuple(hooks, type(self).__name__)
         check_shared(type(self).__name__, usage_limits=usage_limits)
         if approver is not None and not callable(approver):
             raise TypeError(f"approver must be a callable (request -> Decision or bool), got {type(approver).__name__}")

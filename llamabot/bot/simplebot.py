@@ -13,7 +13,7 @@ from llamabot.models.messages import AIMessage, system, to_messages
 from llamabot.models.reply import ModelRequest
 from llamabot.models.resolve import get_model
 from llamabot.models.settings import ModelSettings
-from llamabot.observe.hooks import RunHooks
+from llamabot.observe.hooks import RunHooks, hook_tuple
 from llamabot.observe.tracing import Trace, run
 from llamabot.observe.usage import UsageLimits
 
@@ -47,7 +47,7 @@ class SimpleBot:
         self.model_name = self.model.name
         self.stream_target = stream_target
         self.model_settings = bot_settings(self, model_settings)
-        self.hooks: tuple[RunHooks, ...] = tuple(hooks)
+        self.hooks: tuple[RunHooks, ...] = hook_tuple(hooks, type(self).__name__)
         self.usage_limits = usage_limits
         self.last_trace: Trace | None = None
 

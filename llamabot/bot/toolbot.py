@@ -28,7 +28,7 @@ from llamabot.models.reply import ModelReply, ModelRequest, ToolCallRequest, Usa
 from llamabot.models.resolve import get_model, model_family
 from llamabot.models.settings import ModelSettings
 from llamabot.models.tool_call_text import extract_tool_calls
-from llamabot.observe.hooks import RunHooks
+from llamabot.observe.hooks import RunHooks, hook_tuple
 from llamabot.observe.tracing import Trace, run
 from llamabot.observe.usage import UsageLimits
 from llamabot.tools.tool import Tool, as_tool
@@ -143,7 +143,7 @@ class ToolBot:
         self.system_prompt = system_prompt
         self.tool_choice = tool_choice
         self.model_settings = bot_settings(self, model_settings)
-        self.hooks: tuple[RunHooks, ...] = tuple(hooks)
+        self.hooks: tuple[RunHooks, ...] = hook_tuple(hooks, type(self).__name__)
         self.usage_limits = usage_limits
         self.schemas = [t.json_schema for t in self.tools.values()]
         self._system_message = system(system_prompt)

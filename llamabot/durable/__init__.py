@@ -21,6 +21,7 @@ from llamabot.durable.errors import (
     NotStorableError,
     NotWaitingError,
     RecordRefusedError,
+    RunChangedError,
     RunFailedError,
     RunFinishedError,
     RunIdConflictError,
@@ -36,7 +37,7 @@ from llamabot.durable.worker import run_worker
 __all__ = [
     "AlreadyDecidedError", "BotFactoryError", "DatabaseURLError", "DatabaseUnreachableError", "Durable",
     "DurableError", "DurableRuntimeError", "NotStorableError", "NotWaitingError", "RecordRefusedError",
-    "RunFailedError", "RunFinishedError", "RunIdConflictError", "RunInFlightError", "RunInfo", "RunParked", "ToolRejectedError",
+    "RunChangedError", "RunFailedError", "RunFinishedError", "RunIdConflictError", "RunInFlightError", "RunInfo", "RunParked", "ToolRejectedError",
     "UnknownRunError", "approve", "ashutdown", "cancel", "current_step", "launch", "list_runs", "reject", "resolve_db_url",
     "resume", "run_worker", "shutdown", "show_run", "wait_result",
 ]

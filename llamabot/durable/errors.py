@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from llamabot.errors import LlamabotError
 from llamabot.tools.approval import ToolRejectedError  # noqa: F401 - one rejection for every kind of run
 
@@ -52,6 +54,24 @@ class RunInFlightError(DurableError):
 class RunIdConflictError(DurableError, ValueError):
     """A run id given again with another query, other options or another bot than the run it names: its result
     would answer a question that was not asked. Nothing was started."""
+
+
+class RunChangedError(DurableError):
+    """A recovered run met other code than it started with: replaying its recorded steps, step ``step`` is now
+    ``now`` where the run recorded ``recorded`` (the bot's factory, tools, model or prompts changed, or a tool
+    chose differently). A durable run continues only with the code it started with."""
+
+    def __init__(self, run_id: str, step: int, now: str, recorded: str):
+        self.run_id, self.step, self.now, self.recorded = run_id, step, now, recorded
+        super().__init__(
+            f"run {run_id!r} cannot go on with the bot as it is now: its step {step} was {recorded} when the run "
+            f"started and is {now} now (the bot's code, tools, model or prompts changed since). A durable run "
+            "replays its recorded steps, so it needs the code it started with: restore that code to finish it, or "
+            f"cancel it (llamabot runs cancel {run_id}) and start a new run"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.run_id, self.step, self.now, self.recorded)
 
 
 class RunFailedError(DurableError):

@@ -25,6 +25,7 @@ from collections.abc import Generator
 from typing import Any
 
 from dbos import DBOS
+from dbos import error as dbos_error
 
 from llamabot.durable.approval import (
     APPROVAL_EVENT,
@@ -36,7 +37,7 @@ from llamabot.durable.approval import (
     pending_record,
 )
 from llamabot.durable.drain import DRAIN
-from llamabot.durable.errors import NotStorableError, ToolRejectedError
+from llamabot.durable.errors import NotStorableError, RunChangedError, ToolRejectedError
 from llamabot.durable.serializer import SERIALIZER
 from llamabot.errors import ToolArgumentsError
 from llamabot.models.base import ChatModel, TokenCallback
@@ -59,7 +60,7 @@ class DurableSteps:
     # -- the two drivers' entry points --------------------------------------------------------------------
 
     def step(self, request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any:
-        with DRAIN.step():  # a sync wait (sleep, approval) cannot be interrupted: it counts as a step in flight
+        with _same_code(), DRAIN.step():  # a sync wait (sleep, approval) cannot be interrupted: a step in flight
             if type(request) is Sleep:
                 return DBOS.sleep(request.seconds)
             if type(request) is ToolAttempt and request.tool.requires_approval:
@@ -70,6 +71,10 @@ class DurableSteps:
             return DBOS.run_step({"name": step_name(request, model)}, _run_plainly, request, model, on_token)
 
     async def astep(self, request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any:
+        with _same_code():
+            return await self._astep(request, model, on_token)
+
+    async def _astep(self, request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any:
         if type(request) is Sleep:
             with DRAIN.wait():  # a stopping process parks the run now; the sleep's end time is recorded
                 return await DBOS.sleep_async(request.seconds)
@@ -131,6 +136,16 @@ class DurableSteps:
                 outcome = (None, exc)
         self._decided[id(attempt)] = (attempt, outcome)
         return self._decided[id(attempt)]
+
+
+@contextlib.contextmanager
+def _same_code() -> Generator[None, None, None]:
+    """DBOS's replay check (a step recorded under another name) as :class:`RunChangedError`."""
+    try:
+        yield
+    except dbos_error.DBOSUnexpectedStepError as exc:  # its inputs: (run id, step, expected now, recorded)
+        run_id, step, now, recorded = exc.inputs
+        raise RunChangedError(run_id, step, now, recorded) from None
 
 
 def _wait(approval: Generator[tuple[str, tuple[Any, ...]], Any, Any]) -> Any:

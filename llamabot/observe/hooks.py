@@ -12,6 +12,7 @@ slow). A hook that raises fails the run: hooks are part of the program, not best
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -94,6 +95,33 @@ class RunHooks:
 
     def on_tool_call_end(self, span: Span, state: Any) -> None:
         """A tool finished (``span.attributes["result"]``) or failed (``span.error``)."""
+
+
+#: What a hook is called with: an object with these methods is a hook (``RunHooks`` has them all).
+HOOK_METHODS = ("for_run", "on_start", "on_end", "on_token", "on_tool_call_delta")
+
+
+def hook_tuple(hooks: Iterable[RunHooks], where: str) -> tuple[RunHooks, ...]:
+    """``hooks`` as a tuple, each checked to be a hook (a :class:`RunHooks`, or an object with its methods):
+    otherwise a ``TypeError`` naming ``where``, the position and what is missing, when the bot is made rather
+    than in the middle of its first run."""
+    one = not _missing(hooks)
+    if one or not isinstance(hooks, Iterable) or isinstance(hooks, (str, bytes, dict)):
+        raise TypeError(f"{where}: hooks= takes a list of hooks, got {type(hooks).__name__}"
+                        + (" (one hook: write hooks=[hook])" if one else ""))
+    items = tuple(hooks)
+    for i, hook in enumerate(items):
+        missing = _missing(hook)
+        if missing:
+            raise TypeError(f"{where}: hooks[{i}] ({type(hook).__name__}) is not a hook (no {', '.join(missing)}): "
+                            "subclass llamabot.RunHooks, or use CallbackHook(on_end=...)")
+    return items
+
+
+def _missing(obj: Any) -> tuple[str, ...]:
+    if isinstance(obj, RunHooks):
+        return ()
+    return tuple(name for name in HOOK_METHODS if not callable(getattr(obj, name, None)))
 
 
 _START = {c: f"on_{c}_start" for c in CATEGORIES}

@@ -22,7 +22,7 @@ from typing import Any
 
 from loguru import logger
 
-from llamabot.observe.hooks import RunHooks
+from llamabot.observe.hooks import RunHooks, hook_tuple
 from llamabot.observe.usage import RunUsage, UsageLimits
 
 
@@ -385,7 +385,7 @@ def process_hooks() -> tuple[RunHooks, ...]:
 def set_process_hooks(hooks: Iterable[RunHooks]) -> tuple[RunHooks, ...]:
     """Replace the process-wide hooks (runs already started keep theirs); returns the previous ones."""
     global _PROCESS_HOOKS
-    previous, _PROCESS_HOOKS = _PROCESS_HOOKS, tuple(hooks)
+    previous, _PROCESS_HOOKS = _PROCESS_HOOKS, hook_tuple(hooks, "set_process_hooks")
     return previous
 
 

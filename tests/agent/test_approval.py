@@ -253,6 +253,18 @@ def test_api_approve_110_decisions_for_calls_that_do_not_wait_are_refused():
     assert sent == []
 
 
+def test_api_approve_115_decisions_that_are_not_a_mapping_are_a_type_error_showing_the_mapping():
+    sent, pay, balance = make_tools()
+    bot = AgentBot(tools=[pay, balance], model=pay_then_answer(tool_call("pay", amount=5, to="alice")))
+    paused = pause(bot, "Pay alice 5")
+    call_id = paused.requests[0].call_id
+    for wrong in ([call_id], call_id, (call_id,), 1):
+        with pytest.raises(TypeError, match=f"write {{'{call_id}': Decision.approve\\(\\)}}"):
+            bot.resume(paused, wrong)
+    assert sent == []
+    assert bot.resume(paused, {call_id: True}) is not None and len(sent) == 1
+
+
 #: The payment tool of the command-line test, importable as ``tests.agent.test_approval:cli_pay`` (its tool is ``pay``).
 SENT, cli_pay, _ = make_tools()
 

@@ -119,3 +119,10 @@ class TwoTransfersModel(ConversationModel):
 def make_two_approvals_agent() -> AgentBot:
     """An agent that calls ``transfer`` twice: two approvals, one after the other."""
     return AgentBot(tools=[transfer], model=TwoTransfersModel(name="two-transfers"))
+
+
+def make_variant_agent() -> AgentBot:
+    """``make_approval_agent`` whose model is named by ``$DURABLE_VARIANT``: a process that restarts with another
+    variant runs other code than the one its runs started with."""
+    return AgentBot(tools=[record, transfer],
+                    model=ConversationModel(1, transfer=True, name=os.environ.get("DURABLE_VARIANT", "conversation")))

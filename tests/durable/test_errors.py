@@ -234,3 +234,31 @@ def test_dur_db_030_a_sqlite_file_read_by_others_still_switches_to_wal_when_they
         release.join()
         reader.close()
     assert mode == "wal" and time.monotonic() - started >= 5.0
+
+
+def test_dur_err_085_a_run_recovered_by_changed_code_fails_naming_the_step_that_changed(tmp_path, files, monkeypatch):
+    """A run waits for an approval; the process stops (the run stays PENDING) and restarts with a bot whose model
+    is another one. Recovery replays the run's recorded steps: the first is now another step, so the run fails with
+    a ``RunChangedError`` naming the run, the step and both names, never DBOS's bare determinism message."""
+    from llamabot.durable import RunChangedError, shutdown
+
+    effects, _ = files
+    db = f"sqlite:///{tmp_path / 'r.sqlite'}"
+    monkeypatch.delenv("DURABLE_VARIANT", raising=False)
+    Durable("tests.durable.agents:make_variant_agent", db=db).start("pay erin", run_id="chg-1")
+    deadline = time.monotonic() + 30
+    while not show_run("chg-1", db).waiting and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert show_run("chg-1", db).waiting["tool"] == "transfer"
+    shutdown()  # the process stops: the run stays PENDING, to be recovered
+    assert show_run("chg-1", db).status == "PENDING"
+    monkeypatch.setenv("DURABLE_VARIANT", "edited-model")
+    agent = Durable("tests.durable.agents:make_variant_agent", db=db)  # the restart recovers chg-1
+    with pytest.raises(RunChangedError) as caught:
+        agent.result("chg-1")
+    message = str(caught.value)
+    assert "run 'chg-1'" in message and "its step 1 was model:conversation" in message, message
+    assert (caught.value.step, caught.value.now) == (1, "model:edited-model")
+    assert "model:conversation" in message and "model:edited-model" in message, message
+    assert "Check that your workflow is deterministic" not in message
+    assert not effects.exists() or "transfer" not in effects.read_text()  # nothing ran

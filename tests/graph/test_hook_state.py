@@ -67,3 +67,47 @@ def test_hook_run_030_stateless_hooks_are_shared_and_stateful_ones_copied_per_ru
     hook = AsyncAgentBot(tools=[add], model=ScriptedModel()).checkpoints(saved.append)
     fresh = hook.for_run()
     assert fresh is not hook and fresh.save is hook.save and (fresh.depth, fresh.steps) == (0, 0)
+
+
+def test_hook_run_040_a_hook_list_is_checked_when_the_bot_is_made():
+    import pytest
+
+    from llamabot import AgentBot, SimpleBot
+    from llamabot.observe.tracing import process_hooks, set_process_hooks
+
+    def model():
+        return ScriptedModel(responder=add_then_respond, record=False)
+
+    with pytest.raises(TypeError, match=r"AgentBot: hooks\[1\] \(object\) is not a hook \(no for_run, on_start"):
+        AgentBot(tools=[add], model=model(), hooks=[RunHooks(), object()])
+    with pytest.raises(TypeError, match=r"hooks= takes a list of hooks, got RunHooks \(one hook: write hooks=\[hook\]\)"):
+        AgentBot(tools=[add], model=model(), hooks=RunHooks())
+    with pytest.raises(TypeError, match="SimpleBot: hooks= takes a list of hooks, got int"):
+        SimpleBot("s", model=model(), hooks=5)
+    with pytest.raises(TypeError, match=r"set_process_hooks: hooks\[0\] \(str\) is not a hook"):
+        set_process_hooks(["otel"])
+    assert process_hooks() == ()  # nothing was replaced
+    seen: list[str] = []
+    bot = AgentBot(tools=[add], model=model())
+    with pytest.raises(TypeError, match=r"AgentBot run: hooks\[0\] \(object\) is not a hook"):
+        bot("add 2 and 1", hooks=[object()])
+    assert bot.last_trace is None  # refused before the run started
+
+    class Duck:  # an object with a hook's methods is a hook
+        def for_run(self):
+            return self
+
+        def on_start(self, span, state):
+            seen.append(span.category)
+
+        def on_end(self, span, state):
+            pass
+
+        def on_token(self, span, delta):
+            pass
+
+        def on_tool_call_delta(self, span, delta):
+            pass
+
+    assert bot("add 2 and 1", hooks=[Duck()]) == "3"
+    assert seen[0] == "run"
