@@ -66,7 +66,7 @@ def agent_tool(bot: GraphBot, *, name: str, description: str, output: Callable[[
         return shape((await bot.arun_with_trace(query, **inherited(ctx)))[0])
 
     run_agent.__doc__ = f"{description.strip()}\n\nArgs:\n    query: The task for {name}, in plain words.\n"
-    return dataclasses.replace(build_tool(run_agent, name=name, **options), afunc=arun_agent)
+    return dataclasses.replace(build_tool(run_agent, name=name, **options), afunc=arun_agent, runs_steps=True)
 
 
 def inherited(ctx: RunContext[Any]) -> dict[str, Any]:

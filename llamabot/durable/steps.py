@@ -13,7 +13,11 @@ tool's schema) or reject (the reason becomes the tool's error, shown to the mode
 attempt of that tool call.
 
 The work of a step runs with steps turned off (``using_steps(None)``), so exchanges nested inside it (a tool that
-calls a bot) are part of the step, not steps of their own. ``Durable`` runs are async workflows, so their
+calls a bot) are part of the step, not steps of their own. A tool marked ``runs_steps`` (an agent used as a tool)
+is not a step: it runs in the workflow, and its own model calls, tool attempts and approvals are steps of the run
+(a recovered run replays them; an approval inside it waits durably like any other). What ends the run (the
+process stopping, a replay that no longer matches, a cancellation) ends it through such a tool too, instead of
+becoming the tool's error. ``Durable`` runs are async workflows, so their
 exchanges use the async drivers (``astep``); ``step`` serves exchanges driven synchronously in a sync workflow
 (DBOS's sync API refuses to run on an event loop's thread).
 """
@@ -36,59 +40,90 @@ from llamabot.durable.approval import (
     json_data,
     pending_record,
 )
-from llamabot.durable.drain import DRAIN
-from llamabot.durable.errors import NotStorableError, RunChangedError, ToolRejectedError
+from llamabot.durable.drain import DRAIN, RunParked
+from llamabot.durable.errors import BotFactoryError, NotStorableError, RunChangedError, ToolRejectedError
 from llamabot.durable.serializer import SERIALIZER
-from llamabot.errors import ToolArgumentsError
+from llamabot.errors import RUN_ENDING, ToolArgumentsError
 from llamabot.models.base import ChatModel, TokenCallback
 from llamabot.models.exchange import acarry_out, carry_out, using_steps
 from llamabot.models.reply import ModelRequest
 from llamabot.tools.call import Sleep, ToolAttempt
+from llamabot.tools.tool import Tool
 
 
 class DurableSteps:
     """The step runner of one durable run (one per workflow execution: it counts the run's approvals and
     remembers each tool call's decision for its retries)."""
 
-    __slots__ = ("_approvals", "_decided")
+    __slots__ = ("_approvals", "_decided", "_ended")
 
     def __init__(self) -> None:
         self._approvals = 0
+        self._ended: BaseException | None = None  # what ended a step inside a tool that runs steps (see _inline)
         # id(attempt) -> (the attempt, kept alive so the id stays unique; what to run, or the rejection)
         self._decided: dict[int, tuple[ToolAttempt, ToolAttempt | tuple[None, Exception]]] = {}
 
     # -- the two drivers' entry points --------------------------------------------------------------------
 
     def step(self, request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any:
-        with _same_code(), DRAIN.step():  # a sync wait (sleep, approval) cannot be interrupted: a step in flight
-            if type(request) is Sleep:
-                return DBOS.sleep(request.seconds)
-            if type(request) is ToolAttempt and request.tool.requires_approval:
-                decided = self._decided.get(id(request)) or self._decide(request, _wait(self._approval(request)))
-                if type(decided[1]) is not ToolAttempt:
-                    return decided[1]
-                request = decided[1]
-            return DBOS.run_step({"name": step_name(request, model)}, _run_plainly, request, model, on_token)
+        with self._ending():
+            with DRAIN.step():  # a sync wait (sleep, approval) cannot be interrupted: it counts as a step in flight
+                if type(request) is Sleep:
+                    return DBOS.sleep(request.seconds)
+                if type(request) is ToolAttempt:
+                    check_inline(request.tool, request.timeout)
+                    if request.tool.requires_approval:
+                        decided = self._decided.get(id(request)) or self._decide(request, _wait(self._approval(request)))
+                        if type(decided[1]) is not ToolAttempt:
+                            return decided[1]
+                        request = decided[1]
+                if not (type(request) is ToolAttempt and request.tool.runs_steps):
+                    return DBOS.run_step({"name": step_name(request, model)}, _run_plainly, request, model, on_token)
+            return self._inline(carry_out(request, model, on_token))  # its own steps pass the drain
 
     async def astep(self, request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any:
-        with _same_code():
-            return await self._astep(request, model, on_token)
+        with self._ending():
+            if type(request) is Sleep:
+                with DRAIN.wait():  # a stopping process parks the run now; the sleep's end time is recorded
+                    return await DBOS.sleep_async(request.seconds)
+            if type(request) is ToolAttempt:
+                check_inline(request.tool, request.timeout)
+                if request.tool.requires_approval:
+                    decided = self._decided.get(id(request)) or self._decide(request, await _await(self._approval(request)))
+                    if type(decided[1]) is not ToolAttempt:
+                        return decided[1]
+                    request = decided[1]
+                if request.tool.runs_steps:
+                    return self._inline(await acarry_out(request, model, on_token))
+            # A sync tool: DBOS runs a sync step in one worker thread (check the record, call the tool, write the
+            # result), where an async step would hop to a thread for each of the three.
+            plain = type(request) is ToolAttempt and not request.tool.is_async and request.tool.afunc is None
+            with DRAIN.step():  # a stopping process lets this step finish and be recorded, and starts no other
+                return await DBOS.run_step_async({"name": step_name(request, model)}, _run_plainly if plain else
+                                                 _arun_plainly, request, model, on_token)
 
-    async def _astep(self, request: Any, model: ChatModel | None, on_token: TokenCallback | None) -> Any:
-        if type(request) is Sleep:
-            with DRAIN.wait():  # a stopping process parks the run now; the sleep's end time is recorded
-                return await DBOS.sleep_async(request.seconds)
-        if type(request) is ToolAttempt and request.tool.requires_approval:
-            decided = self._decided.get(id(request)) or self._decide(request, await _await(self._approval(request)))
-            if type(decided[1]) is not ToolAttempt:
-                return decided[1]
-            request = decided[1]
-        # A sync tool: DBOS runs a sync step in one worker thread (check the record, call the tool, write the
-        # result), where an async step would hop to a thread for each of the three.
-        plain = type(request) is ToolAttempt and not request.tool.is_async and request.tool.afunc is None
-        with DRAIN.step():  # a stopping process lets this step finish and be recorded, and starts no other
-            return await DBOS.run_step_async({"name": step_name(request, model)}, _run_plainly if plain else
-                                             _arun_plainly, request, model, on_token)
+    # -- tools that run steps ------------------------------------------------------------------------------
+
+    def _inline(self, outcome: Any) -> Any:
+        """The outcome of a tool that ran steps; what ended one of its steps ends the run here (the tool's own
+        error handling turned it into the tool's error), at every level of nesting."""
+        if self._ended is not None:
+            raise self._ended
+        return outcome
+
+    @contextlib.contextmanager
+    def _ending(self) -> Generator[None, None, None]:
+        """Keep what ends the run from a step (see :func:`_ends_run`), for :meth:`_inline`; DBOS's replay check
+        becomes :class:`RunChangedError`."""
+        try:
+            yield
+        except dbos_error.DBOSUnexpectedStepError as exc:  # its inputs: (run id, step, expected now, recorded)
+            self._ended = RunChangedError(*exc.inputs)
+            raise self._ended from None
+        except BaseException as exc:
+            if _ends_run(exc):
+                self._ended = exc
+            raise
 
     # -- approvals ------------------------------------------------------------------------------------------
 
@@ -138,14 +173,21 @@ class DurableSteps:
         return self._decided[id(attempt)]
 
 
-@contextlib.contextmanager
-def _same_code() -> Generator[None, None, None]:
-    """DBOS's replay check (a step recorded under another name) as :class:`RunChangedError`."""
-    try:
-        yield
-    except dbos_error.DBOSUnexpectedStepError as exc:  # its inputs: (run id, step, expected now, recorded)
-        run_id, step, now, recorded = exc.inputs
-        raise RunChangedError(run_id, step, now, recorded) from None
+def check_inline(tool: Tool, timeout: float | None) -> None:
+    """A tool that runs steps cannot have a timeout in a durable run (:class:`BotFactoryError`)."""
+    if tool.runs_steps and timeout is not None:
+        raise BotFactoryError(
+            f"tool {tool.name!r} has a timeout ({timeout} s): in a durable run, an agent used as a "
+            "tool runs its model and tool calls as steps of the run, and one timeout over all of them would not "
+            "replay the same way; set timeouts on the inner bot's tools instead"
+        )
+
+
+def _ends_run(exc: BaseException) -> bool:
+    """Whether ``exc``, raised by a step, ends the run rather than being a recorded outcome: the process stopping
+    (``RunParked``), a cancellation or interrupt, the replay check, DBOS's own errors."""
+    return isinstance(exc, (RunParked, RunChangedError, *RUN_ENDING, dbos_error.DBOSException,
+                            dbos_error.DBOSBaseException))
 
 
 def _wait(approval: Generator[tuple[str, tuple[Any, ...]], Any, Any]) -> Any:

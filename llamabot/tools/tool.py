@@ -48,7 +48,9 @@ class Tool:
     this tool without a decision (see :mod:`llamabot.tools.approval`).
     ``afunc``: a coroutine twin of a sync ``func`` that async runs await instead (an MCP tool has both).
     ``schema_check``: set by :func:`~llamabot.tools.schema_tool.schema_tool`: the arguments are checked against the JSON schema as given
-    (it returns the problems found) instead of by the ``arguments`` model.
+    (it returns the problems found) instead of by the ``arguments`` model. ``runs_steps``: the tool makes model and
+    tool calls of its own through the run's exchanges (an agent used as a tool): a durable run records those calls
+    as its steps instead of the tool call as one step.
     """
 
     name: str
@@ -66,6 +68,7 @@ class Tool:
     requires_approval: bool = False
     afunc: Callable[..., Awaitable[Any]] | None = None
     schema_check: Callable[[dict[str, Any]], list[str]] | None = None
+    runs_steps: bool = False
     #: the parameter that receives the :class:`~llamabot.tools.context.RunContext` (also in ``hidden``), or ``None``
     context_param: str | None = None
     #: ``arguments``' fields validator (:func:`~llamabot.tools.schema.fields_validator`), made with the tool

@@ -44,6 +44,30 @@ def _delegate(request):
 
 def make_outer() -> AgentBot:
     """An agent whose tool is another agent."""
-    inner = AgentBot(model=ScriptedModel(responder=lambda r: tool_call("respond_to_user", response="inner says hi")))
+    inner = AgentBot(model=ScriptedModel(responder=lambda r: tool_call("respond_to_user", response="inner says hi"),
+                                         name="inner"))
     return AgentBot(tools=[inner.as_tool(name="helper", description="Helps.")],
+                    model=ScriptedModel(responder=_delegate))
+
+
+def _delegate_payment(request):
+    done = _tool_results(request)
+    if not done:
+        return tool_call("payer", query="pay erin")
+    return tool_call("respond_to_user", response="outer: " + done[-1])
+
+
+def make_outer_payer() -> AgentBot:
+    """An agent whose tool is an agent that calls ``transfer`` (approval needed), then ``record``."""
+    from tests.durable.agents import ConversationModel, record, transfer
+
+    inner = AgentBot(tools=[record, transfer], model=ConversationModel(1, transfer=True, name="inner"))
+    return AgentBot(tools=[inner.as_tool(name="payer", description="Pays people.")],
+                    model=ScriptedModel(responder=_delegate_payment))
+
+
+def make_outer_with_timeout() -> AgentBot:
+    """An agent whose agent tool has a timeout: refused for durable runs."""
+    inner = AgentBot(model=ScriptedModel(responder=lambda r: tool_call("respond_to_user", response="hi"), name="inner"))
+    return AgentBot(tools=[inner.as_tool(name="helper", description="Helps.", timeout=5)],
                     model=ScriptedModel(responder=_delegate))
