@@ -90,3 +90,27 @@ def test_api_dur_048_an_agent_tool_with_a_timeout_is_refused_when_the_durable_ag
 
     with pytest.raises(BotFactoryError, match="tool 'helper' has a timeout"):
         Durable("tests.durable.api_bots:make_outer_with_timeout", db=f"sqlite:///{tmp_path / 'runs.sqlite'}")
+
+
+def test_api_dur_040_on_the_sync_driver_too(tmp_path, files):
+    """The inline path of ``step``: the inner agent's model call, its ``transfer`` (after the approval) and the
+    rest are steps of the sync workflow, not one ``tool:payer`` step."""
+    from dbos import DBOS
+
+    from llamabot.durable.approval import APPROVAL_EVENT, APPROVAL_TOPIC, Decision
+    from tests.durable.test_sync_steps import start_sync
+
+    effects, _ = files
+    agent = Durable("tests.durable.api_bots:make_outer_payer", db=f"sqlite:///{tmp_path / 'r.sqlite'}")
+    handle = start_sync(agent, "pay via sync", "s-3")
+    import time
+
+    deadline = time.monotonic() + 30
+    while not (pending := DBOS.get_event("s-3", APPROVAL_EVENT, 0)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pending["waiting"] and pending["tool"] == "transfer"
+    DBOS.send("s-3", Decision(pending["request"], "approve").to_message(), APPROVAL_TOPIC)
+    assert handle.get_result() == "outer: pay erin -> sent 10.0 to alice; recorded 2"
+    steps = [step["function_name"] for step in DBOS.list_workflow_steps("s-3")]
+    assert "tool:payer" not in steps and steps[:2] == ["model:scripted", "model:inner"] and "tool:transfer" in steps
+    assert effects.read_text().splitlines() == ["transfer|10.0|alice", "pay erin|2"]

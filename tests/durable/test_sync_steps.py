@@ -47,3 +47,4 @@ def test_dur_hil_020_sync_driver_waits_for_and_applies_a_rejection(tmp_path, fil
     assert handle.get_result().startswith("pay sync -> Error: ToolRejectedError: a person rejected the call of "
                                           "tool 'transfer': no")
     assert effects.read_text().splitlines() == ["pay sync|2"]
+
