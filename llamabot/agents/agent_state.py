@@ -28,6 +28,7 @@ from pydantic_core import to_jsonable_python
 from llamabot.errors import ToolArgumentsError, excerpt
 from llamabot.graph.codec import StateCodecError
 from llamabot.models.messages import Message, tool_result, user
+from llamabot.tools.call import ToolOutcome, shown
 from llamabot.tools.tool import DECIDE, Tool
 
 
@@ -66,19 +67,33 @@ def new_run_state(query: str, *, memory: list[Message], trace_id: str = "") -> d
     }
 
 
-def answer_open_calls(memory: list[Message], start: int, text: str) -> int:
+#: What the conversation says of a call that was running early when its run ended (it was cancelled).
+STOPPED = "Stopped: the run ended while this call was running; it may have had effects."
+
+
+def answer_open_calls(memory: list[Message], start: int, text: str,
+                      early: Mapping[str, ToolOutcome | None] | None = None) -> int:
     """Answer every assistant tool call from ``memory[start:]`` that has no ``tool`` result yet with ``text``, so
     the conversation satisfies the OpenAI rule (each tool call answered before the next turn) whatever happened
-    to the run. Returns how many calls were answered here."""
+    to the run; a call that ran early (``early``: its outcome, ``None`` if it was stopped) is answered with what it
+    did instead, never "not run". Returns how many calls were answered here."""
     answered = {m.get("tool_call_id") for m in memory[start:] if m.get("role") == "tool"}
     missing = [
         (call["id"], call["function"]["name"])
         for m in memory[start:] if m.get("role") == "assistant"
         for call in m.get("tool_calls") or () if call["id"] not in answered
     ]
+    early = early or {}
     for call_id, name in missing:
-        memory.append(tool_result(call_id, name, text))
+        memory.append(tool_result(call_id, name, _early_text(early[call_id], name) if call_id in early else text))
     return len(missing)
+
+
+def _early_text(outcome: ToolOutcome | None, name: str) -> str:
+    if outcome is None:
+        return STOPPED
+    outcome = shown(outcome, name)
+    return f"Error: {outcome.error}" if outcome.error is not None else outcome.text
 
 
 def conversation_window(memory: list[Message], run_start: int, limit: int | None) -> list[Message]:

@@ -34,7 +34,7 @@ from llamabot.agents.approval import ApprovalRequired
 from llamabot.agents.decision import RESPOND
 from llamabot.agents.graphbot import RUN_OPTIONS, GraphBot
 from llamabot.agents.nodes import DecideNode, FuncNode
-from llamabot.agents.parallel_calls import cancel_early
+from llamabot.agents.parallel_calls import settle_early
 from llamabot.graph.mermaid import walk
 from llamabot.observe.hooks import RunHooks
 from llamabot.observe.tracing import Trace, current_run
@@ -71,12 +71,13 @@ class AgentRuns:
 
     def failed(self, state: dict[str, Any], error: BaseException) -> None:
         # Whatever ended the run, leave every tool call answered: a later request on the same memory must
-        # satisfy strict providers; calls still running early (async runs) are cancelled. A paused run's
-        # checkpoint was taken before this, so resuming it still sees its calls open.
-        cancel_early(current_run())
+        # satisfy strict providers; calls still running early (async runs) are cancelled, and those that ran early
+        # are answered with what they did. A paused run's checkpoint was taken before this, so resuming it still
+        # sees its calls open.
+        early = settle_early(current_run())
         text = ("Not run: the run paused for approval; it continues with bot.resume(...)."
                 if isinstance(error, ApprovalRequired) else f"Not run: the run failed ({type(error).__name__}).")
-        answer_open_calls(state["memory"], state["_run_start"], text)
+        answer_open_calls(state["memory"], state["_run_start"], text, early)
 
     def restored_action(self, state: Any, action: str | None) -> str | None:
         # a checkpoint may be tampered with: the shape checked, the waiting calls validated again (agent_state)

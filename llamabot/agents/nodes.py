@@ -27,7 +27,7 @@ from llamabot.agents.approval import (
 )
 from llamabot.agents.decision import RESPOND, decide
 from llamabot.agents.gated_call import GatedCall, call_context
-from llamabot.agents.parallel_calls import ParallelCalls, take_early
+from llamabot.agents.parallel_calls import ParallelCalls, settle_early, take_early
 from llamabot.bot.toolbot import ToolBot, ToolBotReply
 from llamabot.errors import LlamabotError, StructuredOutputError, excerpt
 from llamabot.graph.flow import DualNode, node_label
@@ -189,7 +189,8 @@ class DecideNode(DualNode):
                 shared["_errors"] += 1
                 if shared["_errors"] > self.max_errors:
                     tool, raw = decision.failed_raw or ("?", "")
-                    answer_open_calls(shared["memory"], shared["_run_start"], "Not run: the run failed.")
+                    answer_open_calls(shared["memory"], shared["_run_start"], "Not run: the run failed.",
+                                      settle_early(current_run()))
                     if tool == RESPOND and typed_output(self.toolbot.tools.get(RESPOND)) is not None:
                         raise StructuredOutputError("the run's output_type", shared["_errors"], raw, decision.errors)
                     raise ValueError(
@@ -309,7 +310,8 @@ class FuncNode(DualNode):
             shared["_errors"] += 1
             if shared["_errors"] > self.max_errors:
                 shared["_pending"].clear()
-                answer_open_calls(memory, shared["_run_start"], f"Not run: the run failed after {call.name}.")
+                answer_open_calls(memory, shared["_run_start"], f"Not run: the run failed after {call.name}.",
+                                  settle_early(current_run()))
                 raise ToolExecutionError(call.name, call.arguments, outcome.error)
             return self.loopback  # terminal tools have a DECIDE edge for this case
         if log:

@@ -84,14 +84,21 @@ def take_early(run: LiveRun | None, call: PendingCall) -> asyncio.Future[ToolOut
     return started.pop(call.id, None) if started else None
 
 
-def cancel_early(run: LiveRun | None) -> None:
-    """Cancel the early calls of a run that ended without taking them (it failed or was cancelled)."""
+def settle_early(run: LiveRun | None) -> dict[str, ToolOutcome | None]:
+    """End the early calls of a run that ended without taking them (it failed or was cancelled): those still
+    running are cancelled. Returns, per call id, the outcome of each that finished, ``None`` for each stopped
+    (what the conversation must say of them: they ran, or may have had effects)."""
     started = run.values.pop(EARLY, None) if run is not None else None
-    for task in (started or {}).values():
+    settled: dict[str, ToolOutcome | None] = {}
+    for call_id, task in (started or {}).items():
         if not task.done():
             task.cancel()
-        elif not task.cancelled():
-            task.exception()  # retrieved: the run's own error is what the caller sees, not a logged orphan
+            settled[call_id] = None
+        elif task.cancelled() or task.exception() is not None:  # retrieved: the run's own error is what is raised
+            settled[call_id] = None
+        else:
+            settled[call_id] = task.result()
+    return settled
 
 
 async def _early_call(parent: Span | None, early: tuple[Tool, PendingCall]) -> ToolOutcome:
@@ -114,4 +121,4 @@ async def _early_call(parent: Span | None, early: tuple[Tool, PendingCall]) -> T
         return outcome
 
 
-__all__ = ["EARLY", "ParallelCalls", "cancel_early", "take_early"]
+__all__ = ["EARLY", "ParallelCalls", "settle_early", "take_early"]

@@ -189,6 +189,51 @@ async def test_agt_par_060_when_the_run_fails_calls_still_running_early_are_canc
     await asyncio.wait_for(cancelled.wait(), timeout=5)
 
 
+async def test_agt_par_065_when_the_run_fails_the_conversation_says_what_early_calls_did():
+    from llamabot.agents.agent_state import STOPPED
+
+    started, finished = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def quick(key: str) -> str:
+        """Returns at once.
+
+        Args:
+            key: Which.
+        """
+        finished.set()
+        return f"sent {key}"
+
+    @tool
+    async def hang(key: str) -> str:
+        """Never returns.
+
+        Args:
+            key: Which.
+        """
+        started.set()
+        await asyncio.sleep(60)
+        return key
+
+    @tool
+    async def broken(key: str) -> str:
+        """Fails once the others ran or started.
+
+        Args:
+            key: Which.
+        """
+        await started.wait()
+        await finished.wait()
+        raise RuntimeError("broken for good")
+
+    model = ScriptedModel([tool_calls(("broken", {"key": "x"}), ("quick", {"key": "y"}), ("hang", {"key": "z"}))])
+    memory: list[dict[str, Any]] = []
+    with pytest.raises(Exception, match="broken for good"):
+        await asyncio.wait_for(AsyncAgentBot(tools=[quick, hang, broken], model=model, max_errors=0).arun(
+            "q", memory=memory), timeout=10)
+    assert tool_results(memory) == ["Error: RuntimeError: broken for good", "sent y", STOPPED]
+
+
 async def test_agt_par_070_checkpointed_runs_and_tools_with_hidden_parameters_run_one_at_a_time():
     gauge = Gauge()
     fetch = async_tools(gauge)
