@@ -100,3 +100,23 @@ def test_bot_tool_030_json_that_names_no_known_tool_is_not_a_call():
     assert extract_tool_calls('{"name": "Alice", "arguments": {}}', {"add"}) == []
     assert extract_tool_calls("The answer is 42.", {"add"}) == []
     assert extract_tool_calls("", {"add"}) == []
+
+
+@pytest.mark.parametrize(("text", "redo"), [
+    ('{"city": "Lima", "temperature": 21}', False),  # a JSON answer, not a call: kept as the text
+    ('  [1, 2]', False),
+    ('{"city": "Lima"}', True),  # the arguments of weather(city) written alone
+    ("The answer is {x}.", False),
+    ('{"name": "weather", "arguments": {"city": 3}}', True),  # a call the model could not write validly
+    ('{"function": {"name": "nope"}}', True),
+    ('{"name": "weather", "argum', True),  # unfinished
+    ("<tool_call>\n{", True),
+    ("{" * 5000, True),  # broken, and deep: no RecursionError
+])
+def test_mdl_local_045_only_text_that_began_a_call_is_redone_as_a_forced_call(text, redo):
+    from llamabot.models.local.grammar import begun_call
+
+    weather = {"type": "function", "function": {"name": "weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+    assert begun_call(text, [weather]) is redo
+

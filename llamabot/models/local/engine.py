@@ -36,6 +36,7 @@ from typing import Any
 
 from llamabot.errors import excerpt
 from llamabot.models.local.grammar import (
+    begun_call,
     forces_tool_call,
     parse_forced_call,
     response_schema,
@@ -219,8 +220,7 @@ class LocalEngine:
                 return Generation(
                     None, calls, free.prompt_tokens, free.completion_tokens, "tool_calls", free.prefix
                 )
-            if text.lstrip().startswith(("<tool_call>", "{")):
-                # It began a call it could not write validly: redo it under the grammar.
+            if begun_call(text, tools):  # it began a call it could not write validly: redo it under the grammar
                 forced = yield from self._forced_call(messages, prompt, stop, sampling, tools, stream)
                 forced.prompt_tokens += free.prompt_tokens
                 forced.completion_tokens += free.completion_tokens

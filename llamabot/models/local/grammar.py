@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 ANY_JSON_OBJECT: dict[str, Any] = {"type": "object"}
@@ -108,3 +109,29 @@ def parse_forced_call(text: str) -> tuple[str, str]:
     """Read the grammar-constrained JSON of a forced tool call: ``(name, arguments_json)``."""
     value = json.loads(text)
     return value["name"], json.dumps(value.get("arguments", {}))
+
+
+#: The keys of a tool call written as JSON (``{"name": ..., "arguments": ...}``, or the OpenAI shape).
+_CALL_KEYS = frozenset({"name", "function", "arguments", "parameters"})
+
+
+def begun_call(text: str, tools: Sequence[dict[str, Any]] = ()) -> bool:
+    """Whether free text that holds no valid call began one, so it must be redone as a forced call: it opens with
+    ``<tool_call>``, or with a JSON object that is unfinished, broken, has a call's keys (a call to an unknown
+    tool, or with unusable arguments) or only argument names of one of ``tools`` (a call's arguments written
+    alone). Any other complete JSON document is an answer, kept as the text."""
+    start = text.lstrip()
+    if start.startswith("<tool_call>"):
+        return True
+    if not start.startswith("{"):
+        return False
+    try:
+        value = json.loads(start)
+    except (ValueError, RecursionError):
+        return True
+    if not isinstance(value, dict):
+        return False
+    if not _CALL_KEYS.isdisjoint(value):
+        return True
+    return any(value.keys() <= _function(t).get("parameters", {}).get("properties", {}).keys() for t in tools)
+
