@@ -17,39 +17,19 @@ An attempt without its plan (reports written before plans were recorded) classif
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
+from llamabot.reasoning.aot.literals import input_numbers, numbers
+
 CLASSES = ("no_answer", "sign", "literal", "distractor", "missing", "wrong_quantity", "operation", "unknown")
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
 
 
-def numbers(text: str) -> Counter[float]:
-    """The numbers written in ``text`` (a question, an expression, an equation), as a multiset; atom references
-    (``<result_of_3>``) are not numbers."""
-    return Counter(float(n) for n in _NUMBER.findall(re.sub(r"<result_of_\d+>", " ", text)))
-
-
-def plan_numbers(plan: dict[str, Any]) -> Counter[float]:
+def plan_numbers(plan: dict[str, Any]) -> Counter[float | str]:
     """The numbers a plan writes literally in its atoms' inputs (its reasoning and sub-questions are words)."""
-    found: Counter[float] = Counter()
-    stack: list[Any] = [a.get("input", {}) for a in plan.get("atoms", [])]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-        elif isinstance(value, bool):
-            continue
-        elif isinstance(value, (int, float)):
-            found[float(value)] += 1
-        elif isinstance(value, str):
-            found += numbers(value)
-    return found
+    return input_numbers([a.get("input", {}) for a in plan.get("atoms", [])])
 
 
 def classify(attempt: dict[str, Any], question: str, equation: str) -> str:

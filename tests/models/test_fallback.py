@@ -96,7 +96,8 @@ def test_mdl_fallback_010_each_bot_runs_through_its_chain_when_the_first_model_i
     assert ToolBot("s", model=chain(ScriptedModel([tool_call("respond_to_user", response="r")])),
                    tools=[])("hi").content is None
     assert AgentBot(model=chain(ScriptedModel([tool_call("respond_to_user", response="done")])))("q") == "done"
-    assert AoTBot(expressions=False, model=chain(ScriptedModel([json_reply(EXAMPLE_PLAN)])))("q").answer == 56
+    assert AoTBot(expressions=False, model=chain(ScriptedModel([json_reply(EXAMPLE_PLAN)])))(
+        "What is (15 + 7) * 3 - 10?").answer == 56
     tot = ToTBot(model=chain(oracle_model()), prompts=Game24Prompts(), min_depth=3, max_depth=3)("4 9 10 13")
     assert tot.termination.reason == "threshold"
     anot = ANoTBot(model=chain(ScriptedModel(responder=three_phase_responder())), debug=0)("kids and cozy", ITEMS)

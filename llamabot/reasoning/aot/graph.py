@@ -126,6 +126,7 @@ class AoTBot(GraphBot):
         expressions = resolve_expressions(expressions, tools, subquestions)
         from llamabot.toolkits.calculator import CALCULATOR_TOOLS, EXPRESSION_TOOLS
 
+        arithmetic = tools is None  # the default tools: only the question's numbers may be written (literals.py)
         if tools is None:
             tools = EXPRESSION_TOOLS if expressions else CALCULATOR_TOOLS
         self.tools = _tools_by_name(tools)
@@ -150,6 +151,7 @@ class AoTBot(GraphBot):
             questions=subquestions,
             expressions=expressions,
             reasoning=reasoning,
+            literals=arithmetic,
         )
         atom_tools = AtomTools(self.tools, self.decisions, retry, self.compensations)
         self.execute_node = LayerNode(atom_tools)

@@ -52,6 +52,7 @@ from llamabot.reasoning.aot.execute import (
     new_record,
     next_layer,
 )
+from llamabot.reasoning.aot.literals import question_numbers
 from llamabot.reasoning.aot.plan import Atom, Plan
 from llamabot.reasoning.aot.prompts import EXECUTION_FAILED_MESSAGE, REPLAN_MESSAGE, planner_prompt
 from llamabot.reasoning.aot.record import AtomRecord, AtomTools, ExecutionRecord
@@ -95,12 +96,14 @@ class PlanNode(StructuredNode[Plan]):
         questions: bool = False,
         expressions: bool = False,
         reasoning: bool = False,
+        literals: bool = False,
     ):
         super().__init__(StructuredBot(output_type=Plan, model=model, model_settings=completion_kwargs, max_repairs=0))
         self.bot.response_format = plan_response_format(tools, decisions, questions=questions, reasoning=reasoning)
         self.model, self.tools, self.decisions = model, tools, decisions
         self.max_replans = max_replans
         self.samples = samples
+        self.literals = literals  # only the question's numbers (and small constants) may be written
         self.system = system(planner_prompt(tools, decisions, questions=questions, expressions=expressions,
                                                     reasoning=reasoning))
 
@@ -128,19 +131,20 @@ class PlanNode(StructuredNode[Plan]):
     def messages(self, inp: PlanInput) -> list[Message]:
         return inp.messages
 
-    def _checked(self, parsed: Parsed[Plan]) -> tuple[Plan | None, list[str], list[PlanIssue]]:
+    def _checked(self, parsed: Parsed[Plan], question: str) -> tuple[Plan | None, list[str], list[PlanIssue]]:
         """The plan, its notes and its problems: a malformed answer's parse errors, else :func:`validate_plan`'s."""
         if parsed.error is not None:
             return None, [], [PlanIssue(None, "malformed", "; ".join(parsed.error.errors[:5]))]
+        allowed = question_numbers(question) if self.literals else None
         try:
-            plan, notes = validate_plan(parsed.value, self.tools, self.decisions)
+            plan, notes = validate_plan(parsed.value, self.tools, self.decisions, literals=allowed)
         except PlanValidationError as exc:
             return parsed.value, [], exc.errors
         return plan, notes, []
 
     def post(self, shared: dict[str, Any], inp: PlanInput, parsed: Parsed[Plan]) -> str:
         raw = parsed.raw
-        plan, notes, issues = self._checked(parsed)
+        plan, notes, issues = self._checked(parsed, shared["memory"][0]["content"] if self.literals else "")
         opened = current_span()
         if not issues:
             record = new_record(plan)

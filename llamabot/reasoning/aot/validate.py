@@ -20,6 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from llamabot.errors import DependencyCycleError, LlamabotError, excerpt
 from llamabot.graph.layers import topological_layers
+from llamabot.reasoning.aot.literals import computed_literals
 from llamabot.reasoning.aot.plan import MAX_REFERENCE_DIGITS, Atom, Plan, reference_texts, references
 from llamabot.reasoning.aot.schema import FINAL_NAME, MAX_ATOMS, MAX_INPUT_DEPTH
 from llamabot.tools.tool import Tool
@@ -96,8 +97,12 @@ def _implied_final(atoms: list[Atom], notes: list[str]) -> list[Atom]:
 
 
 def validate_plan(plan: Plan, tools: dict[str, Tool], decisions: dict[str, Tool] | None = None, *,
-                  max_atoms: int | None = MAX_ATOMS) -> tuple[Plan, list[str]]:
+                  max_atoms: int | None = MAX_ATOMS, literals: frozenset[float | str] | None = None,
+                  ) -> tuple[Plan, list[str]]:
     """Check ``plan``; return the normalised plan (references added to ``dependsOn``) and notes.
+
+    ``literals``: the numbers the atoms' inputs may write (:func:`~llamabot.reasoning.aot.literals.question_numbers`,
+    for arithmetic plans); any other is a ``computed_literal`` issue. ``None``: not checked.
 
     ``max_atoms``: the most atoms allowed (default the schema's :data:`MAX_ATOMS`; ``None``: no limit, for
     plans written by hand). A plan over it is rejected with that one issue, and nothing else is checked.
@@ -166,6 +171,8 @@ def validate_plan(plan: Plan, tools: dict[str, Tool], decisions: dict[str, Tool]
             issues.append(PlanIssue(final.id, "final_not_last", f"atoms {users} depend on the final atom"))
     for group in _cycles(normalised):
         issues.append(PlanIssue(group[0], "cycle", f"dependency cycle between atoms {group}"))
+    if literals is not None:
+        issues.extend(PlanIssue(atom, "computed_literal", message) for atom, message in computed_literals(plan, literals))
 
     if issues:
         raise PlanValidationError(plan, issues)

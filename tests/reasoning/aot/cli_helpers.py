@@ -6,7 +6,7 @@ from typing import Any
 
 
 def run_aot_cli(plan: dict[str, Any], *flags: str, name: str) -> tuple[Any, Any]:
-    """``llamabot aot q --model <a scripted provider answering plan> *flags``; returns (CLI result, the model)."""
+    """``llamabot aot QUESTION --model <a scripted provider answering plan> *flags``; returns (CLI result, the model)."""
     from typer.testing import CliRunner
 
     from llamabot.cli import app
@@ -15,6 +15,7 @@ def run_aot_cli(plan: dict[str, Any], *flags: str, name: str) -> tuple[Any, Any]
 
     model = ScriptedModel([json_reply(plan)], name=name)
     provider = register_scripted_provider(model, prefix=f"scripted-{name}")
-    result = CliRunner().invoke(app, ["aot", "q", "--model", provider, *flags], env={"COLUMNS": "200"})
+    question = "Amy had 4 pens and 21 pencils and gave 23 away. How many are left?"  # the numbers of its plans
+    result = CliRunner().invoke(app, ["aot", question, "--model", provider, *flags], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     return result, model

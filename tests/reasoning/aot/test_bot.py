@@ -14,6 +14,8 @@ from llamabot.models.scripted_provider import register_scripted_provider
 from llamabot.reasoning.aot import AoTBot, AsyncAoTBot, AtomExecutionError, PlanValidationError
 from llamabot.reasoning.aot.prompts import EXAMPLE_PLAN
 
+QUESTION = "What is (15 + 7) * 3 - 10?"  # the numbers its plans write (AoT checks them)
+
 GOOD = EXAMPLE_PLAN
 BAD = {"atoms": [{"id": 1, "kind": "tool", "name": "sqrt", "input": {"x": 4}, "dependsOn": []}]}
 DIVIDE_BY_ZERO = {"atoms": [
@@ -50,7 +52,7 @@ def test_aot_bot_020_the_plan_prompt_explains_references_with_an_example_and_ask
 
 def test_aot_bot_030_an_invalid_plan_is_sent_back_with_its_errors_and_replanned():
     model = ScriptedModel([json_reply(BAD), text("{not json"), json_reply(GOOD)])
-    result = AoTBot(expressions=False, model=model)("q")
+    result = AoTBot(expressions=False, model=model)(QUESTION)
     assert result.answer == 56 and result.replans == 2 and result.parse_failures == 1
     assert "unknown tool 'sqrt'" in result.plan_errors[0][0]
     assert result.plan_errors[1][0].startswith("plan: ") and "Invalid JSON" in result.plan_errors[1][0]
@@ -61,7 +63,7 @@ def test_aot_bot_030_an_invalid_plan_is_sent_back_with_its_errors_and_replanned(
 def test_aot_bot_040_after_bounded_replans_a_typed_error_holds_the_plan_and_errors():
     model = ScriptedModel([json_reply(BAD)] * 3)
     with pytest.raises(PlanValidationError) as info:
-        AoTBot(expressions=False, model=model, max_replans=2)("q")
+        AoTBot(expressions=False, model=model, max_replans=2)(QUESTION)
     assert info.value.plan.atoms[0].name == "sqrt" and len(model.requests) == 3
     assert any(e.code == "unknown_tool" and e.atom == 1 for e in info.value.errors)
 
@@ -73,7 +75,7 @@ def test_aot_bot_050_execution_failures_raise_with_the_partial_record():
 
 
 async def test_aot_bot_060_async_twin():
-    result = await AsyncAoTBot(expressions=False, model=ScriptedModel([json_reply(GOOD)])).arun("q")
+    result = await AsyncAoTBot(expressions=False, model=ScriptedModel([json_reply(GOOD)])).arun(QUESTION)
     assert result.answer == 56 and json.loads(json.dumps(result.to_dict(), default=str))["answer"] == 56
 
 
@@ -111,7 +113,7 @@ def test_aot_cli_020_replay_accepts_a_bare_seed_plan_and_fails_non_zero_naming_t
 def test_aot_bot_070_executed_atoms_appear_in_the_trace_also_when_execution_fails():
     # Atom spans are tool calls now (category tool_call, kind atom), so their resolved inputs are under
     # "arguments", as for every tool call (FuncNode's spans, astream's tool_started events), no longer "inputs".
-    result = AoTBot(expressions=False, model=ScriptedModel([json_reply(GOOD)]))("q")
+    result = AoTBot(expressions=False, model=ScriptedModel([json_reply(GOOD)]))(QUESTION)
     atoms = result.trace.of_kind("atom")
     assert [s.name for s in atoms] == ["1:add", "2:multiply", "3:subtract"]
     assert {s.category for s in atoms} == {"tool_call"}
@@ -135,9 +137,9 @@ def test_aot_cli_040_samples_and_execution_replans_reach_the_bot():
     name = register_scripted_provider(ScriptedModel([json_reply(DIVIDE_BY_ZERO)] * 2 + [json_reply(GOOD)] * 2,
                                                     name="aot-sc"), prefix="scripted-aot-sc")
     runner = CliRunner()
-    result = runner.invoke(app, ["aot", "q", "--no-expressions", "--model", name, "--samples", "2"], env={"COLUMNS": "200"})
+    result = runner.invoke(app, ["aot", QUESTION, "--no-expressions", "--model", name, "--samples", "2"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "failed plan, re-planned: atom 1 (tool 'divide')" in result.output and "answer: 56" in result.output
     assert "samples: 56, 56; 2 votes for the answer" in result.output
-    refused = runner.invoke(app, ["aot", "q", "--no-expressions", "--model", name, "--samples", "2", "--temperature", "0"])
+    refused = runner.invoke(app, ["aot", QUESTION, "--no-expressions", "--model", name, "--samples", "2", "--temperature", "0"])
     assert refused.exit_code == 2 and "needs temperature > 0" in refused.output

@@ -16,6 +16,8 @@ from llamabot.models.scripted import ScriptedModel, json_reply
 from llamabot.reasoning.aot import AoTBot, replay_plan
 from tests.reasoning.aot.cli_helpers import run_aot_cli
 
+QUESTION = "Amy had 4 pens and 21 pencils and gave 23 away. How many are left?"  # its plans' numbers
+
 PLAN = {
     "atoms": [
         {"id": 1, "kind": "tool", "name": "calculate", "input": {"expression": "4 + 21"}, "dependsOn": []},
@@ -35,7 +37,7 @@ def test_aot_expr_010_the_planner_sees_calculate_and_worked_examples_of_it():
     model = ScriptedModel([json_reply(PLAN)])
     bot = AoTBot(model=model, expressions=True)
     assert list(bot.tools) == ["calculate"]  # the default tools become just calculate
-    bot("Amy had 4 pens and 21 pencils...")
+    bot(QUESTION)
     prompt = model.requests[0].messages[0]["content"]
     assert "- calculate(expression: string)" in prompt and "<result_of_N>" in prompt
     examples = [json.loads(part.split("\n")[0]) for part in prompt.split("Plan: ")[1:]]
@@ -68,7 +70,7 @@ def test_aot_expr_010_given_tools_keep_theirs_and_gain_calculate():
 
 
 def test_aot_expr_020_expressions_with_embedded_references_run_exactly():
-    result = AoTBot(model=ScriptedModel([json_reply(PLAN)]), expressions=True)("q")
+    result = AoTBot(model=ScriptedModel([json_reply(PLAN)]), expressions=True)(QUESTION)
     assert result.answer == 6
     assert [result.record.atoms[i].inputs for i in (1, 2)] == [
         {"expression": "4 + 21"},
@@ -85,17 +87,17 @@ def test_aot_expr_020_a_bad_expression_is_shown_to_the_planner_who_writes_the_pl
                 "id": 1,
                 "kind": "tool",
                 "name": "calculate",
-                "input": {"expression": "25 / (4 - 4)"},
+                "input": {"expression": "21 / (4 - 4)"},
                 "dependsOn": [],
             },
             {"id": 2, "kind": "final", "name": "report", "dependsOn": [1]},
         ]
     }
     model = ScriptedModel([json_reply(bad), json_reply(PLAN)])
-    result = AoTBot(model=model, expressions=True)("q")
+    result = AoTBot(model=model, expressions=True)(QUESTION)
     assert result.answer == 6
     failure = model.requests[1].messages[-1]["content"]
-    assert "division by zero: 25 / 0" in failure and "atom 1" in failure
+    assert "division by zero: 21 / 0" in failure and "atom 1" in failure
 
 
 def test_aot_expr_030_eval_reports_record_the_option_and_the_prompt_it_sent():

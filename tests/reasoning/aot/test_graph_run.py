@@ -20,6 +20,8 @@ from llamabot.observe.tracing import current_span
 from llamabot.reasoning.aot import AoTBot, AsyncAoTBot, AtomExecutionError
 from llamabot.reasoning.aot.prompts import EXAMPLE_PLAN
 
+QUESTION = "What is (15 + 7) * 3 - 10?"  # the numbers its plans write (AoT checks them)
+
 BAD = {"atoms": [{"id": 1, "kind": "tool", "name": "sqrt", "input": {"x": 4}, "dependsOn": []}]}
 
 #: Two layers of two atoms, then the final: (1, 2) -> (3, 4) -> 5.
@@ -60,7 +62,7 @@ def test_aot_run_010_the_state_round_trips_through_the_codec_at_every_node_bound
     model = ScriptedModel([json_reply(BAD), json_reply(WIDE)])
     recorder = Recorder()
     bot = AoTBot(expressions=False, model=model, hooks=[recorder])
-    result = bot("q") if path == "sync" else asyncio.run(bot.arun("q"))
+    result = bot(QUESTION) if path == "sync" else asyncio.run(bot.arun(QUESTION))
     assert result.answer == {3: 6.0, 4: 14.0} and result.replans == 1
     assert [(node, action) for node, action, _ in recorder.boundaries] == [
         ("plan", "invalid"), ("plan", "valid"), ("execute", "layer"), ("execute", "done"), ("report", None),
@@ -97,7 +99,7 @@ def test_aot_run_010_the_state_round_trips_on_the_failure_path_too():
     bot = AoTBot([book, pay], model=ScriptedModel([json_reply(plan)]), compensations={"book": cancel}, hooks=[recorder],
                  max_execution_replans=0)
     with pytest.raises(AtomExecutionError, match="card declined") as info:
-        bot("q")
+        bot(QUESTION)
     assert [(n, a) for n, a, _ in recorder.boundaries] == [
         ("plan", "valid"), ("execute", "layer"), ("execute", "layer"), ("execute", "failed"), ("compensate", None),
     ]  # the compensate step ends with the error; its state round-trips too (a checkpoint hook skips it)
@@ -113,7 +115,7 @@ def test_aot_run_010_the_state_round_trips_on_the_failure_path_too():
 
 def test_aot_run_020_hooks_see_each_atom_as_a_tool_call_inside_its_layer_step():
     recorder = Recorder()
-    result = AoTBot(expressions=False, model=ScriptedModel([json_reply(EXAMPLE_PLAN)]), hooks=[recorder])("q")
+    result = AoTBot(expressions=False, model=ScriptedModel([json_reply(EXAMPLE_PLAN)]), hooks=[recorder])(QUESTION)
     steps = [(e[0], e[2], e[3]) for e in recorder.events if e[1] in ("node", "tool_call")]
     assert steps == [
         ("start", "decision", "plan"), ("end", "decision", "plan"),
@@ -158,7 +160,7 @@ def test_aot_run_030_on_the_async_path_the_atoms_of_a_layer_run_as_concurrent_to
     recorder = Recorder()
     bot = AsyncAoTBot([slow, blocking], model=ScriptedModel([json_reply({"atoms": atoms})]), hooks=[recorder])
     started = time.perf_counter()
-    result = asyncio.run(bot.arun("q"))
+    result = asyncio.run(bot.arun(QUESTION))
     assert time.perf_counter() - started < 0.35  # 8 x 50 ms would be 0.4 s in sequence
     assert result.answer == {5: 1, 6: 2, 7: 3, 8: 4}
     calls = [(e[0], e[3]) for e in recorder.events if e[1] == "tool_call"]
@@ -178,7 +180,7 @@ def test_aot_run_030_on_the_async_path_the_atoms_of_a_layer_run_as_concurrent_to
 def test_aot_run_040_astream_reports_the_plan_decision_and_every_atom_as_it_runs():
     async def stream():
         bot = AsyncAoTBot(expressions=False, model=ScriptedModel([json_reply(BAD), json_reply(WIDE)]))
-        return [e async for e in bot.astream("q")]
+        return [e async for e in bot.astream(QUESTION)]
 
     events = asyncio.run(stream())
     kinds = [e.kind for e in events]
@@ -202,7 +204,7 @@ def test_aot_run_050_the_plan_decision_and_repairs_are_logged_at_debug_level():
     sink = logger.add(lines.append, level="DEBUG", format="{message}")
     logger.enable("llamabot")  # the library is silent until the user opts in
     try:
-        AoTBot(expressions=False, model=ScriptedModel([json_reply(BAD), json_reply(EXAMPLE_PLAN)]))("q")
+        AoTBot(expressions=False, model=ScriptedModel([json_reply(BAD), json_reply(EXAMPLE_PLAN)]))(QUESTION)
     finally:
         logger.disable("llamabot")
         logger.remove(sink)
@@ -232,7 +234,7 @@ def test_aot_run_060_a_run_resumed_after_a_layer_does_not_repeat_its_atoms():
 
     bot = make()
     saved: list[Checkpoint] = []
-    result = bot.run_sync("q", hooks=[bot.checkpoints(saved.append)])[0]
+    result = bot.run_sync(QUESTION, hooks=[bot.checkpoints(saved.append)])[0]
     after_first_layer = next(c for c in saved if c.node == "execute")
     assert calls == [(1, 2), (3, 4)]
     calls.clear()

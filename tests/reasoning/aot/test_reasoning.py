@@ -19,6 +19,8 @@ from llamabot.toolkits.calculator import CALCULATOR_TOOLS, EXPRESSION_TOOLS
 from llamabot.tools.tool import as_tool
 from tests.reasoning.aot.cli_helpers import run_aot_cli
 
+QUESTION = "Amy had 4 pens and 21 pencils and gave 23 away. How many are left?"  # its plans' numbers
+
 TOOLS = {t.name: t for t in map(as_tool, EXPRESSION_TOOLS)}
 REASONING = "Asked: the pens left. Pens at first = 4 red + 21 blue; left = pens at first - 23 given away."
 PLAN = {
@@ -69,7 +71,7 @@ def test_aot_rsn_020_the_reasoning_never_runs_and_the_result_keeps_it():
 
 def test_aot_rsn_020_off_the_planner_is_asked_for_atoms_alone():
     model = ScriptedModel([json_reply({"atoms": PLAN["atoms"]})])
-    result = AoTBot(model=model, reasoning=False)("q")
+    result = AoTBot(model=model, reasoning=False)(QUESTION)
     assert result.answer == 2 and result.plan.reasoning is None
     assert model.requests[0].response_format["json_schema"]["schema"]["required"] == ["atoms"]
     assert "reasoning" not in model.requests[0].messages[0]["content"]
@@ -87,7 +89,7 @@ def test_aot_rsn_030_eval_reports_record_the_option_the_prompt_and_each_plan():
     assert method_settings(("aot",), {"reasoning": False})["aot"]["reasoning"] is False
     on, off = method_prompts(("aot",))["aot"][0], method_prompts(("aot",), {"reasoning": False})["aot"][0]
     assert on != off and 'First write "reasoning"' in on and "reasoning" not in off
-    outcome = run_aot(AoTBot(model=ScriptedModel([json_reply(PLAN)])), "q")
+    outcome = run_aot(AoTBot(model=ScriptedModel([json_reply(PLAN)])), QUESTION)
     assert outcome.metrics["plan"]["reasoning"] == REASONING
     attempt = Attempt("p1", 2.0, 2.0, True, 0.1, 10, plan=outcome.metrics["plan"])
     assert attempt.plan["atoms"][0]["input"] == {"expression": "4 + 21"}

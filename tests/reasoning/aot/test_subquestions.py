@@ -64,7 +64,7 @@ def test_aot_sq_010_the_prompt_asks_for_sub_questions_and_shows_them_in_its_exam
 
 def test_aot_sq_020_a_plan_with_questions_runs_like_one_without_and_keeps_them():
     model = ScriptedModel([json_reply(PLAN)])
-    result = AoTBot(model=model, subquestions=True)("Amy had 4 music files and 21 videos...")
+    result = AoTBot(model=model, subquestions=True)("Amy had 4 music files and 21 videos and deleted 23. How many are left?")
     assert result.answer == 2
     assert [a.question for a in result.plan.atoms] == ["How many pens in all?", "How many are left?", None]
     seen = model.requests

@@ -127,6 +127,41 @@ def test_aot_val_085_the_bot_runs_a_plan_that_forgot_its_final_atom_without_a_re
     assert "added final atom 3 reporting atom 2 (the plan had no final atom)" in result.notes
 
 
+def test_aot_val_087_a_number_the_question_does_not_hold_is_a_computed_literal():
+    from llamabot.reasoning.aot.literals import CONSTANTS, question_numbers
+
+    allowed = question_numbers("Olivia had 3 dollars, collected 1,049 more and spent $ 2.50 on 12 pens.")
+    assert {3.0, 1049.0, 2.5} <= allowed and CONSTANTS <= allowed and 1.0 not in allowed - CONSTANTS
+    written = plan(tool(1, "add", a=3, b=1049), tool(2, "subtract", [1], a="<result_of_1>", b=2.5),
+                   tool(3, "add", [2], a=1052, b=-3), tool(4, "add", [3], a="<result_of_3>", b=60), final(5, [4]))
+    with pytest.raises(PlanValidationError) as info:
+        validate_plan(written, TOOLS, literals=allowed)
+    issues = [(i.atom, i.code) for i in info.value.errors]
+    assert issues == [(3, "computed_literal")]  # the question's numbers, -3 (3 subtracted) and constants pass
+    assert str(info.value.errors[0]).startswith("atom 3: 1052 is not a number of the question: never compute")
+    assert validate_plan(written, TOOLS)[0].atoms[2].input["a"] == 1052  # not checked without literals
+
+
+def test_aot_val_087_expressions_are_read_for_their_numbers_and_the_bot_replans():
+    from llamabot.models.scripted import ScriptedModel, json_reply
+    from llamabot.reasoning.aot import AoTBot
+    from llamabot.reasoning.aot.literals import numbers
+
+    assert numbers("<result_of_12> * 2.5 - (3 + 1,250)") == {2.5: 1, 3.0: 1, 1250.0: 1}
+    computed = {"atoms": [{"id": 1, "kind": "tool", "name": "calculate", "input": {"expression": "52 - 49"}},
+                          {"id": 2, "kind": "final", "name": "report", "dependsOn": [1]}]}
+    fixed = {"atoms": [{"id": 1, "kind": "tool", "name": "calculate", "input": {"expression": "3 + 49 - 49"}},
+                       {"id": 2, "kind": "final", "name": "report", "dependsOn": [1]}]}
+    model = ScriptedModel([json_reply(computed), json_reply(fixed)])
+    result = AoTBot(model=model)("Olivia had 3 dollars and collected 49 more. She spent 49. How much is left?")
+    assert result.answer == 3 and result.replans == 1
+    assert "atom 1: 52 is not a number of the question" in model.requests[1].messages[-1]["content"]
+    from llamabot.toolkits.calculator import EXPRESSION_TOOLS
+
+    mine = AoTBot(EXPRESSION_TOOLS, model=ScriptedModel([json_reply(computed)]))("the same question, 3 and 49")
+    assert mine.answer == 3 and mine.replans == 0  # a bot given its own tools is not checked
+
+
 def test_aot_val_090_every_error_is_reported_at_once():
     found = errors_of(plan(tool(1, "sqrt", a=1), tool(1, "add", [5], a="x", b=1)))
     assert {code for _, code in found} >= {"unknown_tool", "duplicate_id", "missing_dependency", "bad_input", "final_count"}
