@@ -154,7 +154,9 @@ async def test_agt_par_050_a_failing_call_is_shown_to_the_model_in_its_place():
     assert len(failed) == 1 and failed[0].attributes["arguments"] == {"key": "bad"}
 
 
-async def test_agt_par_060_when_the_run_fails_calls_still_running_early_are_cancelled():
+def hang_and_broken(*waits: asyncio.Event):
+    """``hang`` (sets its ``started`` event, then waits a minute; ``cancelled`` is set if it is cancelled) and
+    ``broken`` (fails once ``started`` and every one of ``waits`` are set): ``(hang, broken, started, cancelled)``."""
     started, cancelled = asyncio.Event(), asyncio.Event()
 
     @tool
@@ -174,14 +176,20 @@ async def test_agt_par_060_when_the_run_fails_calls_still_running_early_are_canc
 
     @tool
     async def broken(key: str) -> str:
-        """Always fails.
+        """Fails once the others started.
 
         Args:
             key: Which.
         """
-        await started.wait()
+        for event in (started, *waits):
+            await event.wait()
         raise RuntimeError("broken for good")
 
+    return hang, broken, started, cancelled
+
+
+async def test_agt_par_060_when_the_run_fails_calls_still_running_early_are_cancelled():
+    hang, broken, _, cancelled = hang_and_broken()
     model = ScriptedModel([tool_calls(("broken", {"key": "x"}), ("hang", {"key": "y"}))])
     bot = AsyncAgentBot(tools=[hang, broken], model=model, max_errors=0)
     with pytest.raises(Exception, match="broken for good"):
@@ -192,7 +200,7 @@ async def test_agt_par_060_when_the_run_fails_calls_still_running_early_are_canc
 async def test_agt_par_065_when_the_run_fails_the_conversation_says_what_early_calls_did():
     from llamabot.agents.agent_state import STOPPED
 
-    started, finished = asyncio.Event(), asyncio.Event()
+    finished = asyncio.Event()
 
     @tool
     async def quick(key: str) -> str:
@@ -204,34 +212,14 @@ async def test_agt_par_065_when_the_run_fails_the_conversation_says_what_early_c
         finished.set()
         return f"sent {key}"
 
-    @tool
-    async def hang(key: str) -> str:
-        """Never returns.
-
-        Args:
-            key: Which.
-        """
-        started.set()
-        await asyncio.sleep(60)
-        return key
-
-    @tool
-    async def broken(key: str) -> str:
-        """Fails once the others ran or started.
-
-        Args:
-            key: Which.
-        """
-        await started.wait()
-        await finished.wait()
-        raise RuntimeError("broken for good")
-
+    hang, broken, _, cancelled = hang_and_broken(finished)
     model = ScriptedModel([tool_calls(("broken", {"key": "x"}), ("quick", {"key": "y"}), ("hang", {"key": "z"}))])
     memory: list[dict[str, Any]] = []
     with pytest.raises(Exception, match="broken for good"):
         await asyncio.wait_for(AsyncAgentBot(tools=[quick, hang, broken], model=model, max_errors=0).arun(
             "q", memory=memory), timeout=10)
     assert tool_results(memory) == ["Error: RuntimeError: broken for good", "sent y", STOPPED]
+    await asyncio.wait_for(cancelled.wait(), timeout=5)
 
 
 async def test_agt_par_070_checkpointed_runs_and_tools_with_hidden_parameters_run_one_at_a_time():
