@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from dbos import DBOS, SetWorkflowID
@@ -31,6 +31,7 @@ from llamabot.durable.errors import DurableRuntimeError, RunIdConflictError
 from llamabot.durable.factory import factory_spec
 from llamabot.durable.runtime import _RUNTIME, _off_the_loop, durable_run, launch
 from llamabot.durable.steps import check_inline
+from llamabot.tools.tool import Tool
 
 
 class Durable:
@@ -46,8 +47,10 @@ class Durable:
                  recover_orphans: bool = False):
         self.factory = factory_spec(factory)
         self.bot: GraphBot = _RUNTIME.bots.bot_for(self.factory)  # fails now, not inside a run, if it cannot build
-        for tool in getattr(self.bot, "tools", {}).values():  # an agent tool's timeout: refused now, not in a run
-            check_inline(tool, tool.timeout)
+        tools = getattr(self.bot, "tools", None)
+        for tool in tools.values() if isinstance(tools, Mapping) else ():  # an agent tool's timeout: refused now
+            if isinstance(tool, Tool):
+                check_inline(tool, tool.timeout)
         self.db = launch(db, executor_id=executor_id, worker_concurrency=worker_concurrency, dequeue=dequeue,
                          recover_orphans=recover_orphans)
 
