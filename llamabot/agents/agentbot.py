@@ -32,7 +32,7 @@ from llamabot.observe.usage import UsageLimits
 from llamabot.tools.approval import Approver
 from llamabot.tools.defaults import DEFAULT_TOOLS
 from llamabot.tools.output import output_classes, output_tool, typed_output
-from llamabot.tools.tool import DECIDE, Tool, as_tool
+from llamabot.tools.tool import DECIDE, Tool, as_tool, tools_by_name
 
 DEFAULT_AGENT_PROMPT = (
     "You are a helpful agent. Solve the user's request step by step by calling the provided tools; "
@@ -45,19 +45,11 @@ def merge_tools(tools: Iterable[Any]) -> dict[str, Tool]:
     """``DEFAULT_TOOLS`` plus the user's tools; a user tool replaces a default one of the same name.
     :class:`ToolDefinitionError` for two different user tools of one name (one would be dropped) and for a tool
     named ``"decide"`` (the graph's edge back to the decision: the tool would never run)."""
-    given: dict[str, Tool] = {}
-    for item in tools:
-        description = as_tool(item)
-        if description.name == DECIDE:
-            raise ToolDefinitionError(f"a tool may not be named {DECIDE!r}: the agent graph uses that action to go "
-                                      "back to the decision node; rename it (@tool(name=...))")
-        if (seen := given.get(description.name)) is not None and seen != description:
-            raise ToolDefinitionError(f"two different tools are named {description.name!r}; rename one "
-                                      "(@tool(name=...))")
-        given[description.name] = description
-    merged = {t.name: t for t in map(as_tool, DEFAULT_TOOLS)}
-    merged.update(given)
-    return merged
+    given = tools_by_name(tools)
+    if DECIDE in given:
+        raise ToolDefinitionError(f"a tool may not be named {DECIDE!r}: the agent graph uses that action to go "
+                                  "back to the decision node; rename it (@tool(name=...))")
+    return {**tools_by_name(DEFAULT_TOOLS), **given}
 
 
 class AgentBot(AgentRuns, GraphBot):

@@ -64,9 +64,7 @@ class _RunScope(run):
 
     def __init__(self, bot: GraphBot, query: Any, options: dict[str, Any], hooks: Iterable[RunHooks],
                  trace: Trace | None, outcome: list[Any], restored: dict[str, Any] | None):
-        if options and not bot.run_options.issuperset(options):
-            unknown = sorted(options.keys() - bot.run_options)[0]
-            raise TypeError(unknown_option(f"{type(bot).__name__}.run", unknown, bot.run_options))
+        bot.check_run_options(options)
         if restored is not None and "memory" in options:  # it would be silently ignored
             raise TypeError(f"{type(bot).__name__}.resume() got memory=...: a resumed run continues the conversation "
                             "saved in its checkpoint")
@@ -139,6 +137,13 @@ class GraphBot(Closing):
         #: one, a run pauses before them (:class:`~llamabot.agents.approval.ApprovalRequired`).
         self.approver = approver
         self.last_trace: Trace | None = None
+
+    def check_run_options(self, options: Mapping[str, Any], where: str = "") -> None:
+        """``TypeError`` naming the first of ``options`` this bot's runs do not take, with the closest one
+        (``where``: what to add, e.g. which durable run)."""
+        if options and not self.run_options.issuperset(options):
+            unknown = sorted(options.keys() - self.run_options)[0]
+            raise TypeError(unknown_option(f"{type(self).__name__}.run", unknown, self.run_options) + where)
 
     def as_tool(self, *, name: str, description: str, output: Callable[[Any], Any] | None = None,
                 **options: Any) -> Tool:

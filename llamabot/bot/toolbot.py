@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llamabot.bot.options import bot_settings, check_shared, strict_options
-from llamabot.errors import ToolArgumentsError, ToolDefinitionError
+from llamabot.errors import ToolArgumentsError
 from llamabot.models.base import ChatModel
 from llamabot.models.exchange import Exchange, arun_exchange, run_exchange
 from llamabot.models.messages import Message, assistant, system, to_messages
@@ -31,7 +31,7 @@ from llamabot.models.tool_call_text import extract_tool_calls
 from llamabot.observe.hooks import RunHooks, hook_tuple
 from llamabot.observe.tracing import Trace, run
 from llamabot.observe.usage import UsageLimits
-from llamabot.tools.tool import Tool, as_tool
+from llamabot.tools.tool import Tool, tools_by_name
 
 OLLAMA_TOOL_REMINDER = (
     "\n\nYou must answer by calling exactly one of the provided tools, with arguments that match its schema."
@@ -127,12 +127,7 @@ class ToolBot:
         check_shared(type(self).__name__, system_prompt=system_prompt, usage_limits=usage_limits)
         self.model = get_model(model)
         self.model_name = self.model.name
-        self.tools: dict[str, Tool] = {}
-        for item in tools:
-            t = as_tool(item)
-            if (seen := self.tools.get(t.name)) is not None and seen != t:  # one would be dropped unsaid
-                raise ToolDefinitionError(f"two different tools are named {t.name!r}; rename one (@tool(name=...))")
-            self.tools[t.name] = t
+        self.tools: dict[str, Tool] = tools_by_name(tools)
         family = model_family(self.model)
         if tool_choice is None:
             tool_choice = "auto" if family == "ollama" else "required"

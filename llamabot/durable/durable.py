@@ -23,7 +23,6 @@ from typing import Any
 from dbos import DBOS, SetWorkflowID
 
 from llamabot.agents.graphbot import GraphBot
-from llamabot.bot.options import unknown_option
 from llamabot.durable import runs
 from llamabot.durable.approval import json_data
 from llamabot.durable.config import redacted
@@ -70,10 +69,8 @@ class Durable:
     def _check_options(self, options: dict[str, Any]) -> None:
         """``TypeError`` now, before a run is recorded, for an option the bot's runs do not take (else the run
         would be stored and then fail), or ``approver`` (a person decides on durable runs)."""
-        bot, owner = self.bot, f"{type(self.bot).__name__}.run"
-        unknown = sorted(options.keys() - bot.run_options)
-        if unknown:
-            raise TypeError(f"{unknown_option(owner, unknown[0], bot.run_options)} (durable run of {self.factory})")
+        owner = f"{type(self.bot).__name__}.run"
+        self.bot.check_run_options(options, f" (durable run of {self.factory})")
         if "approver" in options:
             raise TypeError(
                 f"{owner}(): approver= does not apply to durable runs (durable run of {self.factory}): a tool that "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_type_hints
 
@@ -284,3 +284,17 @@ def as_tool(obj: Any) -> Tool:
     raise ToolDefinitionError(
         f"{getattr(obj, '__name__', obj)!r} is not a tool; decorate it with @tool (from llamabot import tool)"
     )
+
+
+def tools_by_name(items: Iterable[Any]) -> dict[str, Tool]:
+    """``items`` (``@tool`` functions or :class:`Tool` objects, see :func:`as_tool`) by name, in order. Two
+    different tools of one name are a :class:`ToolDefinitionError` (one would be dropped unsaid); the same tool
+    given twice is kept once."""
+    tools: dict[str, Tool] = {}
+    for item in items:
+        tool = as_tool(item)
+        if (seen := tools.get(tool.name)) is not None and seen != tool:
+            raise ToolDefinitionError(f"two different tools are named {tool.name!r}; rename one (@tool(name=...))")
+        tools[tool.name] = tool
+    return tools
+

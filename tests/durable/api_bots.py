@@ -35,11 +35,19 @@ def make_typed() -> AgentBot:
     return AgentBot(tools=[whose], model=ScriptedModel(responder=_ask_then_answer), output_type=Point)
 
 
-def _delegate(request):
-    done = _tool_results(request)
-    if not done:
-        return tool_call("helper", query="say hi")
-    return tool_call("respond_to_user", response="outer: " + done[-1])
+def _delegating(tool: str, query: str):
+    """A responder that calls ``tool`` with ``query`` once, then answers with its result."""
+
+    def respond(request):
+        done = _tool_results(request)
+        if not done:
+            return tool_call(tool, query=query)
+        return tool_call("respond_to_user", response="outer: " + done[-1])
+
+    return respond
+
+
+_delegate = _delegating("helper", "say hi")
 
 
 def make_outer() -> AgentBot:
@@ -50,20 +58,13 @@ def make_outer() -> AgentBot:
                     model=ScriptedModel(responder=_delegate))
 
 
-def _delegate_payment(request):
-    done = _tool_results(request)
-    if not done:
-        return tool_call("payer", query="pay erin")
-    return tool_call("respond_to_user", response="outer: " + done[-1])
-
-
 def make_outer_payer() -> AgentBot:
     """An agent whose tool is an agent that calls ``transfer`` (approval needed), then ``record``."""
     from tests.durable.agents import ConversationModel, record, transfer
 
     inner = AgentBot(tools=[record, transfer], model=ConversationModel(1, transfer=True, name="inner"))
     return AgentBot(tools=[inner.as_tool(name="payer", description="Pays people.")],
-                    model=ScriptedModel(responder=_delegate_payment))
+                    model=ScriptedModel(responder=_delegating("payer", "pay erin")))
 
 
 def make_outer_with_timeout() -> AgentBot:

@@ -97,17 +97,13 @@ def test_api_dur_040_on_the_sync_driver_too(tmp_path, files):
     rest are steps of the sync workflow, not one ``tool:payer`` step."""
     from dbos import DBOS
 
-    from llamabot.durable.approval import APPROVAL_EVENT, APPROVAL_TOPIC, Decision
-    from tests.durable.test_sync_steps import start_sync
+    from llamabot.durable.approval import APPROVAL_TOPIC, Decision
+    from tests.durable.test_sync_steps import pending_approval, start_sync
 
     effects, _ = files
     agent = Durable("tests.durable.api_bots:make_outer_payer", db=f"sqlite:///{tmp_path / 'r.sqlite'}")
     handle = start_sync(agent, "pay via sync", "s-3")
-    import time
-
-    deadline = time.monotonic() + 30
-    while not (pending := DBOS.get_event("s-3", APPROVAL_EVENT, 0)) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    pending = pending_approval("s-3")
     assert pending["waiting"] and pending["tool"] == "transfer"
     DBOS.send("s-3", Decision(pending["request"], "approve").to_message(), APPROVAL_TOPIC)
     assert handle.get_result() == "outer: pay erin -> sent 10.0 to alice; recorded 2"

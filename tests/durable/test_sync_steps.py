@@ -26,6 +26,14 @@ def start_sync(agent: Durable, query: str, run_id: str):
         return DBOS.start_workflow(sync_run, agent.factory, query)
 
 
+def pending_approval(run_id: str) -> dict:
+    """The approval run ``run_id`` waits for (read through DBOS; within 30 s)."""
+    deadline = time.monotonic() + 30
+    while not (pending := DBOS.get_event(run_id, APPROVAL_EVENT, 0)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return pending
+
+
 def test_dur_step_010_sync_driver_records_the_same_steps(tmp_path, files):
     effects, _ = files
     agent = Durable("tests.durable.agents:make_agent", db=f"sqlite:///{tmp_path / 'r.sqlite'}")
@@ -39,9 +47,7 @@ def test_dur_hil_020_sync_driver_waits_for_and_applies_a_rejection(tmp_path, fil
     effects, _ = files
     agent = Durable("tests.durable.agents:make_approval_agent", db=f"sqlite:///{tmp_path / 'r.sqlite'}")
     handle = start_sync(agent, "pay sync", "s-2")
-    deadline = time.monotonic() + 30
-    while not (pending := DBOS.get_event("s-2", APPROVAL_EVENT, 0)) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    pending = pending_approval("s-2")
     assert pending["waiting"] and pending["tool"] == "transfer"
     DBOS.send("s-2", Decision(pending["request"], "reject", reason="no").to_message(), APPROVAL_TOPIC)
     assert handle.get_result().startswith("pay sync -> Error: ToolRejectedError: a person rejected the call of "
