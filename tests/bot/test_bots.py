@@ -175,6 +175,12 @@ def test_bot_tool_090_two_different_tools_of_one_name_are_an_error_not_one_dropp
     with pytest.raises(TypeError, match="two different tools are named 'search'"):
         ToolBot("s", model=ScriptedModel(), tools=[make("a"), make("b")])
     assert list(ToolBot("s", model=ScriptedModel(), tools=[add, add]).tools) == ["add"]  # the same tool twice
+    from llamabot.reasoning.aot import AoTBot
+
+    with pytest.raises(TypeError, match="two different tools are named 'search'"):
+        AoTBot([make("a"), make("b")], model=ScriptedModel())
+    with pytest.raises(TypeError, match="two different tools are named 'search'"):
+        AoTBot([add], decisions=[make("a"), make("b")], model=ScriptedModel())
 
 
 def test_bot_tool_040_unknown_tool_is_reported_not_raised():

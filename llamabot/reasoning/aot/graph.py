@@ -50,12 +50,7 @@ from llamabot.reasoning.aot.samples import SAMPLE, VOTE, new_aot_state
 from llamabot.reasoning.aot.validate import validate_plan
 from llamabot.tools.approval import Approver
 from llamabot.tools.output import checked_output, output_adapter
-from llamabot.tools.tool import Tool, as_tool
-
-
-def _tools_by_name(items: Iterable[Any]) -> dict[str, Tool]:
-    return {t.name: t for t in (as_tool(i) for i in items)}
-
+from llamabot.tools.tool import as_tool, tools_by_name
 
 #: The temperature of the planner's calls when ``samples > 1`` and none is given (greedy decoding would write
 #: the same plan k times).
@@ -129,10 +124,10 @@ class AoTBot(GraphBot):
         arithmetic = tools is None  # the default tools: only the question's numbers may be written (literals.py)
         if tools is None:
             tools = EXPRESSION_TOOLS if expressions else CALCULATOR_TOOLS
-        self.tools = _tools_by_name(tools)
+        self.tools = tools_by_name(tools)
         if expressions:
-            self.tools = {**_tools_by_name(EXPRESSION_TOOLS), **self.tools}  # calculate, first, unless given
-        self.decisions = _tools_by_name(decisions)
+            self.tools = {**tools_by_name(EXPRESSION_TOOLS), **self.tools}  # calculate, first, unless given
+        self.decisions = tools_by_name(decisions)
         self.compensations = {name: as_tool(t) for name, t in (compensations or {}).items()}
         unknown = set(self.compensations) - set(self.tools) - set(self.decisions)
         if unknown:
@@ -261,7 +256,7 @@ def replay_plan(
         from llamabot.toolkits.calculator import CALCULATOR_TOOLS, EXPRESSION_TOOLS
 
         tools = (*CALCULATOR_TOOLS, *EXPRESSION_TOOLS)
-    registry, decision_registry = _tools_by_name(tools), _tools_by_name(decisions)
+    registry, decision_registry = tools_by_name(tools), tools_by_name(decisions)
     plan = plan if isinstance(plan, Plan) else Plan.load(plan if isinstance(plan, dict) else str(plan))
     validated, _ = validate_plan(plan, registry, decision_registry)
     return execute_plan(validated, registry, decision_registry, **kwargs)
